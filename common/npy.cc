@@ -1,0 +1,113 @@
+// .npy reader/writer.
+#include "common/npy.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace gemm {
+namespace {
+
+// Extracts the value text of `key` in the header dict, e.g. "'<f4'" or "(3, 4)".
+absl::StatusOr<std::string> HeaderValue(const std::string& header, const std::string& key) {
+  const std::string needle = absl::StrCat("'", key, "':");
+  const size_t pos = header.find(needle);
+  if (pos == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("npy header lacks ", key));
+  size_t start = pos + needle.size();
+  while (start < header.size() && header[start] == ' ') ++start;
+  size_t end = start;
+  if (header[start] == '(') {
+    end = header.find(')', start);
+    if (end == std::string::npos) return absl::InvalidArgumentError("npy header: bad shape");
+    ++end;
+  } else {
+    end = header.find_first_of(",}", start);
+  }
+  return header.substr(start, end - start);
+}
+
+}  // namespace
+
+absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  char magic[8];
+  in.read(magic, 8);
+  if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a .npy file"));
+  }
+  uint32_t header_len = 0;
+  if (magic[6] == 1) {
+    unsigned char b[2];
+    in.read(reinterpret_cast<char*>(b), 2);
+    header_len = b[0] | (b[1] << 8);
+  } else {
+    unsigned char b[4];
+    in.read(reinterpret_cast<char*>(b), 4);
+    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  }
+  std::string header(header_len, '\0');
+  in.read(header.data(), header_len);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": truncated header"));
+  auto descr = HeaderValue(header, "descr");
+  auto fortran = HeaderValue(header, "fortran_order");
+  auto shape_text = HeaderValue(header, "shape");
+  if (!descr.ok()) return descr.status();
+  if (!fortran.ok()) return fortran.status();
+  if (!shape_text.ok()) return shape_text.status();
+  if (*fortran != "False") return absl::InvalidArgumentError(absl::StrCat(path, ": Fortran order not supported"));
+  int elem = 0;
+  if (*descr == "'<f4'") elem = 4;
+  else if (*descr == "'<f8'") elem = 8;
+  else return absl::InvalidArgumentError(absl::StrCat(path, ": dtype ", *descr, " not supported (float32/float64 only)"));
+  NpyArray arr;
+  std::string dims(absl::StripSuffix(absl::StripPrefix(*shape_text, "("), ")"));
+  int64_t count = 1;
+  for (absl::string_view part : absl::StrSplit(dims, ',', absl::SkipWhitespace())) {
+    int64_t d;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &d) || d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": bad shape ", *shape_text));
+    }
+    arr.shape.push_back(d);
+    count *= d;
+  }
+  arr.data.resize(count);
+  if (elem == 4) {
+    in.read(reinterpret_cast<char*>(arr.data.data()), count * 4);
+  } else {
+    std::vector<double> tmp(count);
+    in.read(reinterpret_cast<char*>(tmp.data()), count * 8);
+    for (int64_t i = 0; i < count; ++i) arr.data[i] = static_cast<float>(tmp[i]);
+  }
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": truncated data"));
+  return arr;
+}
+
+absl::Status WriteNpy(const std::string& path, const std::vector<int64_t>& shape,
+                      const std::vector<float>& data) {
+  std::string dims = absl::StrJoin(shape, ", ");
+  if (shape.size() == 1) dims += ",";
+  std::string header =
+      absl::StrCat("{'descr': '<f4', 'fortran_order': False, 'shape': (", dims, "), }");
+  const size_t unpadded = 10 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header.push_back('\n');
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  out.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  const char lb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+  out.write(lb, 2);
+  out.write(header.data(), header.size());
+  out.write(reinterpret_cast<const char*>(data.data()), data.size() * 4);
+  if (!out) return absl::InternalError(absl::StrCat("write failed: ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace gemm

@@ -1,0 +1,88 @@
+// The Backend seam: what the server core needs from a compute backend (CPU reference or CUDA).
+// A backend pulls batches from a WorkSource (the batcher) on its own threads, runs them and
+// completes every WorkItem exactly once. It also stores resident matrices.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/core/types.h"
+
+namespace gemm::core {
+
+// Requests the batcher released together. Items share (device, B, K, out dtype) when coalesced.
+struct Batch {
+  std::vector<std::shared_ptr<WorkItem>> items;
+  absl::Time released;  // when the batcher handed it out; queue time ends here
+  int64_t rows = 0;     // sum of M over the items' problems (for coalesced batches)
+};
+
+// Where backends take work from. Implemented by the batcher. Thread-safe.
+class WorkSource {
+ public:
+  virtual ~WorkSource() = default;
+  // Blocks until a batch runnable on `device` (-1: any/CPU) is ready; std::nullopt once the source
+  // is shut down and drained.
+  virtual std::optional<Batch> Next(int device) = 0;
+};
+
+// One GPU (or the CPU) as reported in ServerInfo.
+struct DeviceDescription {
+  int ordinal = -1;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int multiprocessors = 0;
+  int64_t memory_bytes = 0;
+  int64_t pool_capacity_bytes = 0;
+  int64_t pool_used_bytes = 0;
+  std::string kernel;  // kernel serving this device
+};
+
+struct KernelDescription {
+  std::string name;
+  bool usable = false;
+  std::string detail;
+};
+
+struct BackendDescription {
+  std::string name;  // "cpu" or "cuda"
+  std::vector<DeviceDescription> devices;
+  std::vector<KernelDescription> kernels;
+};
+
+// Receives the bytes of one matrix being registered, in order.
+class MatrixUpload {
+ public:
+  virtual ~MatrixUpload() = default;
+  // Appends the next `data.size()` bytes. Called with consecutive ranges only.
+  virtual absl::Status Append(absl::string_view data) = 0;
+  // Called once all bytes arrived; returns the stored matrix.
+  virtual absl::StatusOr<std::shared_ptr<ResidentMatrix>> Finish() = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "cpu" or "cuda".
+  virtual std::string Name() const = 0;
+  // Devices, kernels and pool usage now. Thread-safe.
+  virtual BackendDescription Describe() const = 0;
+  // Device ordinals work can be pulled for ({-1} for the CPU backend).
+  virtual std::vector<int> Devices() const = 0;
+  // Starts the worker threads, which pull from `source` until it returns nullopt.
+  // `source` must outlive Stop().
+  virtual absl::Status Start(WorkSource* source) = 0;
+  // Joins the workers (after the source is shut down); every pulled item has completed.
+  virtual void Stop() = 0;
+  // Begins storing a matrix described by `desc` (rows*cols BF16 elements). RESOURCE_EXHAUSTED
+  // when it does not fit. Thread-safe.
+  virtual absl::StatusOr<std::unique_ptr<MatrixUpload>> BeginUpload(ResidentMatrix::Desc desc) = 0;
+};
+
+}  // namespace gemm::core

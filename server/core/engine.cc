@@ -1,0 +1,45 @@
+// GemmEngine wiring.
+#include "server/core/engine.h"
+
+#include "server/core/validation.h"
+
+namespace gemm::core {
+
+absl::StatusOr<std::unique_ptr<GemmEngine>> GemmEngine::Create(const Options& options,
+                                                               std::unique_ptr<Backend> backend) {
+  if (backend == nullptr) return absl::InvalidArgumentError("no backend");
+  Clock* clock = options.clock ? options.clock : RealClock::Get();
+  auto batcher = Batcher::Create(options.batcher, clock);
+  if (!batcher.ok()) return batcher.status();
+  std::unique_ptr<GemmEngine> engine(
+      new GemmEngine(options, std::move(backend), std::move(*batcher)));
+  if (auto s = engine->backend_->Start(engine->batcher_.get()); !s.ok()) {
+    engine->batcher_->Shutdown();
+    return s;
+  }
+  return engine;
+}
+
+GemmEngine::GemmEngine(const Options& options, std::unique_ptr<Backend> backend,
+                       std::unique_ptr<Batcher> batcher)
+    : options_(options),
+      clock_(options.clock ? options.clock : RealClock::Get()),
+      backend_(std::move(backend)),
+      batcher_(std::move(batcher)),
+      registry_(std::make_unique<MatrixRegistry>(backend_.get(),
+                                                 options.limits.max_resident_bytes)) {}
+
+GemmEngine::~GemmEngine() { Shutdown(); }
+
+absl::Status GemmEngine::Submit(std::shared_ptr<WorkItem> item) {
+  if (auto s = ValidateRequest(options_.limits, *registry_, &item->request); !s.ok()) return s;
+  return batcher_->Submit(std::move(item));
+}
+
+void GemmEngine::Shutdown() {
+  if (shut_down_.exchange(true)) return;
+  batcher_->Shutdown();
+  backend_->Stop();
+}
+
+}  // namespace gemm::core

@@ -1,0 +1,59 @@
+// GemmEngine: the server core behind the RPC layer. Validates domain requests, queues them in the
+// batcher, owns the backend's lifecycle and the resident-matrix registry. Knows nothing of gRPC
+// or CUDA. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/core/backend.h"
+#include "server/core/batcher.h"
+#include "server/core/clock.h"
+#include "server/core/limits.h"
+#include "server/core/matrix_registry.h"
+#include "server/core/types.h"
+
+namespace gemm::core {
+
+class GemmEngine {
+ public:
+  struct Options {
+    Limits limits;
+    Batcher::Options batcher;
+    Clock* clock = nullptr;  // nullptr: RealClock
+  };
+
+  // Takes ownership of `backend` and starts its workers.
+  static absl::StatusOr<std::unique_ptr<GemmEngine>> Create(const Options& options,
+                                                            std::unique_ptr<Backend> backend);
+  ~GemmEngine();
+
+  // Validates `item->request` (resolving resident handles) and queues it. On error returns the
+  // status and does NOT call `item->done`; on OK, `item->done` is called exactly once later, from
+  // a backend or batcher thread. Never blocks on compute.
+  absl::Status Submit(std::shared_ptr<WorkItem> item);
+
+  // Stops accepting work, lets queued and running requests finish, stops the backend. Idempotent.
+  void Shutdown();
+
+  MatrixRegistry& registry() { return *registry_; }
+  const Limits& limits() const { return options_.limits; }
+  Backend& backend() { return *backend_; }
+  Batcher& batcher() { return *batcher_; }
+  Clock* clock() const { return clock_; }
+
+ private:
+  GemmEngine(const Options& options, std::unique_ptr<Backend> backend,
+             std::unique_ptr<Batcher> batcher);
+  Options options_;
+  Clock* clock_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Batcher> batcher_;
+  std::unique_ptr<MatrixRegistry> registry_;
+  std::atomic<bool> shut_down_{false};
+};
+
+}  // namespace gemm::core

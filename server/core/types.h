@@ -1,0 +1,122 @@
+// Domain types of a GEMM request as the server core sees it, independent of protobuf and CUDA.
+// Operand bytes are borrowed (absl::string_view) from the wire message, which the service layer
+// keeps alive until the request completes; resident B matrices are shared, reference-counted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace gemm::core {
+
+enum class DType : int { kBF16 = 0, kFP32 = 1 };
+enum class BLayout : int { kKN = 0, kNK = 1 };  // B is [K,N] / B is [N,K] (row-major)
+enum class Priority : int { kNormal = 0, kHigh = 1 };
+
+// Bytes per element of `t`.
+inline constexpr int64_t DTypeBytes(DType t) { return t == DType::kBF16 ? 2 : 4; }
+// "bf16" / "fp32".
+const char* DTypeName(DType t);
+// "kn" / "nk".
+const char* BLayoutName(BLayout l);
+
+// A matrix kept on the server for use as B. Backends subclass it to hold their storage.
+class ResidentMatrix {
+ public:
+  struct Desc {
+    std::string handle;
+    std::string name;
+    int64_t rows = 0;
+    int64_t cols = 0;
+    BLayout layout = BLayout::kKN;  // kKN: rows=K, cols=N; kNK: rows=N, cols=K
+    std::vector<int> devices;       // where it lives; {-1} for host memory
+  };
+  virtual ~ResidentMatrix() = default;
+  const Desc& desc() const { return desc_; }
+  int64_t bytes() const { return desc_.rows * desc_.cols * 2; }
+  int64_t k() const { return desc_.layout == BLayout::kKN ? desc_.rows : desc_.cols; }
+  int64_t n() const { return desc_.layout == BLayout::kKN ? desc_.cols : desc_.rows; }
+
+ protected:
+  explicit ResidentMatrix(Desc desc) : desc_(std::move(desc)) {}
+
+ private:
+  Desc desc_;
+};
+
+// One GEMM: D[M,N] = alpha * A[M,K] · op(B) + beta * C, repeated `count` times for a batch.
+struct Problem {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t count = 1;  // >1: equal-shape batch, operands back to back
+  absl::string_view a;  // BF16, count*M*K elements
+  absl::string_view b;  // BF16 inline: count*K*N or K*N (shared) elements; empty when resident
+  bool b_shared = false;  // inline b holds one matrix used by every batch entry
+  std::string b_handle;   // resident B (resolved into `b_resident` by validation)
+  std::shared_ptr<const ResidentMatrix> b_resident;
+  BLayout b_layout = BLayout::kKN;
+  bool b_layout_explicit = false;  // the client named a layout (checked against a resident B)
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  absl::string_view c;  // out_dtype, count*M*N elements, or empty
+  DType out_dtype = DType::kBF16;
+};
+
+// What a request asks for.
+enum class WorkKind : int { kSingle = 0, kBatch = 1, kGroup = 2 };
+
+struct GemmRequest {
+  std::string request_id;
+  WorkKind kind = WorkKind::kSingle;
+  std::vector<Problem> problems;  // 1 for kSingle/kBatch, >=1 for kGroup
+  Priority priority = Priority::kNormal;
+  absl::Time deadline = absl::InfiniteFuture();
+  std::string kernel;  // "" = server's choice
+};
+
+// One result matrix, [count,M,N] or [M,N].
+struct Output {
+  std::vector<int64_t> shape;
+  DType dtype = DType::kBF16;
+  std::string data;
+};
+
+// Where a request's time went.
+struct Timing {
+  absl::Duration queue;
+  absl::Duration copy_in;
+  absl::Duration compute;
+  absl::Duration copy_out;
+  absl::Duration total;
+  int64_t batch_rows = 0;
+  int batch_requests = 1;
+  int device = -1;
+};
+
+struct GemmResult {
+  std::vector<Output> outputs;
+  Timing timing;
+  std::string kernel;
+};
+
+// Called exactly once per request with its result or error.
+using DoneCallback = std::function<void(absl::StatusOr<GemmResult>)>;
+
+// A request in flight through batcher and backend. Owned by shared_ptr; immutable after
+// submission except for `timing` fields written by the one component that holds it.
+struct WorkItem {
+  GemmRequest request;
+  absl::Time arrival;
+  DoneCallback done;
+  // Returns true once the client has cancelled (checked before running). May be empty.
+  std::function<bool()> cancelled;
+  // Opaque keep-alive for the memory `request` borrows (e.g. the wire message).
+  std::shared_ptr<const void> keep_alive;
+};
+
+}  // namespace gemm::core
