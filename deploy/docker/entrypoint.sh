@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Container entrypoint for gemm_server: maps GEMM_* environment variables to the server's flags
+# and execs the server, so it runs as PID 1 and receives SIGTERM itself (graceful drain).
+#
+#   docker run ... gemm-server                      server with defaults + GEMM_* env
+#   docker run ... gemm-server --max_dim=16384      extra flags are appended (win over env)
+#   docker run ... gemm-server gemm_loadgen ...     any other command runs as is
+#
+# An unset or empty variable passes no flag, so the server's own default applies. Unknown flags
+# are the server's to reject. GEMM_EXTRA_ARGS is split on whitespace and appended after the
+# mapped flags. GEMM_SERVER_BIN overrides the binary (tests use it).
+set -euo pipefail
+
+# Environment variable -> server flag. tests/deploy/check_deploy.py reads this table and checks
+# that every flag exists in `gemm_server --helpfull`, so keep one "VAR:flag" pair per line.
+readonly FLAG_MAP=(
+  GEMM_HOST:host
+  GEMM_PORT:port
+  GEMM_METRICS_PORT:metrics_port
+  GEMM_BACKEND:backend
+  GEMM_DRAIN_TIMEOUT_S:drain_timeout_s
+  GEMM_MAX_DIM:max_dim
+  GEMM_MAX_REQUEST_BYTES:max_request_bytes
+  GEMM_MAX_MESSAGE_BYTES:max_message_bytes
+  GEMM_MAX_QUEUE_DELAY_US:max_queue_delay_us
+  GEMM_MAX_BATCH_ROWS:max_batch_rows
+  GEMM_QUEUE_CAPACITY:queue_capacity
+  GEMM_POOL_CAP_BYTES:pool_cap_bytes
+)
+# Flags whose value must be a non-negative integer (a typo fails here, before the GPU is touched).
+readonly NUMERIC_VARS=" GEMM_PORT GEMM_METRICS_PORT GEMM_DRAIN_TIMEOUT_S GEMM_MAX_DIM \
+GEMM_MAX_REQUEST_BYTES GEMM_MAX_MESSAGE_BYTES GEMM_MAX_QUEUE_DELAY_US GEMM_MAX_BATCH_ROWS \
+GEMM_QUEUE_CAPACITY GEMM_POOL_CAP_BYTES "
+
+server="${GEMM_SERVER_BIN:-/opt/gemm/bin/gemm_server}"
+
+# A first argument that is not a flag is a command of its own (a shell, the load generator, ...).
+if [[ $# -gt 0 && "$1" != -* ]]; then
+  exec "$@"
+fi
+
+args=()
+for entry in "${FLAG_MAP[@]}"; do
+  var="${entry%%:*}"
+  flag="${entry#*:}"
+  value="${!var:-}"
+  [[ -n "$value" ]] || continue
+  if [[ "$NUMERIC_VARS" == *" $var "* && ! "$value" =~ ^[0-9]+$ ]]; then
+    echo "entrypoint: $var must be a non-negative integer, got '$value'" >&2
+    exit 64
+  fi
+  args+=("--${flag}=${value}")
+done
+
+if [[ -n "${GEMM_EXTRA_ARGS:-}" ]]; then
+  # Deliberate word splitting: GEMM_EXTRA_ARGS="--max_dim=8192 --queue_capacity=512".
+  read -r -a extra <<<"$GEMM_EXTRA_ARGS"
+  args+=("${extra[@]}")
+fi
+
+exec "$server" "${args[@]}" "$@"
