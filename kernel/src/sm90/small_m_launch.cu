@@ -1,0 +1,184 @@
+// Host launch of the small-M (decode) kernel: argument checks, plan, shared-memory attribute,
+// main launch and the PDL-chained split-K reduction. Instantiates the shipped configurations.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "sm90/small_m_gemm.h"
+#include "sm90/small_m_kernel.cuh"
+
+#define GEMM_SMALL_M_RETURN_IF_ERROR(expr) \
+  do {                                     \
+    ::absl::Status _st = (expr);           \
+    if (!_st.ok()) return _st;             \
+  } while (0)
+
+namespace gemm::kernel::sm90 {
+namespace {
+
+using small_m::Params;
+
+absl::Status CudaError(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("small-M GEMM: ", what, ": ", cudaGetErrorName(err), " (",
+                                          cudaGetErrorString(err), ")"));
+}
+
+bool Aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+absl::Status CheckArgs(const StridedBatch& args) {
+  const Problem& p = args.problem;
+  if (p.m < 1 || p.m > 128)
+    return absl::InvalidArgumentError("small-M GEMM: M must be in [1, 128]");
+  if (p.n < 1 || p.k < 1) return absl::InvalidArgumentError("small-M GEMM: N and K must be >= 1");
+  if (args.batch < 1) return absl::InvalidArgumentError("small-M GEMM: batch must be >= 1");
+  if (p.a == nullptr || p.b == nullptr || p.d == nullptr)
+    return absl::InvalidArgumentError("small-M GEMM: A, B and D must be set");
+  if (p.beta != 0.f && p.c == nullptr)
+    return absl::InvalidArgumentError("small-M GEMM: beta != 0 needs C");
+  const int64_t b_inner = p.b_layout == BLayout::kNK ? p.k : p.n;
+  if (p.lda < p.k || p.ldb < b_inner || p.ldd < p.n || (p.beta != 0.f && p.ldc < p.n))
+    return absl::InvalidArgumentError("small-M GEMM: leading dimension too small");
+  // NOTE: cp.async moves 16-byte chunks: A and B rows and batch strides must keep 16-byte
+  // alignment. C and D are accessed element-wise and need only element alignment.
+  if (!Aligned16(p.a) || !Aligned16(p.b) || p.lda % 8 != 0 || p.ldb % 8 != 0 ||
+      (args.batch > 1 && (args.stride_a % 8 != 0 || args.stride_b % 8 != 0)))
+    return absl::InvalidArgumentError(
+        "small-M GEMM: A and B need 16-byte aligned bases, pitches and batch strides");
+  return absl::OkStatus();
+}
+
+// Raises the dynamic shared-memory limit of `kernel` once per device.
+template <typename Kernel>
+absl::Status PrepareKernel(Kernel kernel, int smem_bytes, int device) {
+  static std::atomic<uint64_t> done{0};
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if (done.load(std::memory_order_acquire) & bit) return absl::OkStatus();
+  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
+      "cudaFuncSetAttribute"));
+  done.fetch_or(bit, std::memory_order_acq_rel);
+  return absl::OkStatus();
+}
+
+template <int kMT, bool kKN, typename OutT>
+absl::Status LaunchTyped(Params prm, const SmallMPlan& plan, int64_t batch, cudaStream_t stream,
+                         int device) {
+  using Cfg = small_m::Config<kMT>;
+  auto* main_kernel = small_m::SmallMKernel<kMT, kKN, OutT>;
+  auto* reduce_kernel = small_m::SmallMReduceKernel<OutT>;
+  GEMM_SMALL_M_RETURN_IF_ERROR(PrepareKernel(main_kernel, Cfg::kSmemBytes, device));
+  constexpr int64_t kMaxGridZ = 65535;
+  for (int64_t off = 0; off < batch; off += kMaxGridZ) {
+    prm.batch_offset = off;
+    prm.batch_count = std::min(kMaxGridZ, batch - off);
+    const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.splits),
+                    static_cast<unsigned>(prm.batch_count));
+    main_kernel<<<grid, small_m::kThreads, Cfg::kSmemBytes, stream>>>(prm);
+    GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "main kernel launch"));
+    if (plan.splits > 1) {
+      const int64_t total = prm.batch_count * prm.m * prm.n;
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096)));
+      cfg.blockDim = dim3(256);
+      cfg.stream = stream;
+      // NOTE: programmatic dependent launch hides the reduction's launch latency behind the main
+      // kernel's tail; the reduction waits (griddepcontrol.wait) for all of its writes.
+      cudaLaunchAttribute attr = {};
+      attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr.val.programmaticStreamSerializationAllowed = 1;
+      cfg.attrs = &attr;
+      cfg.numAttrs = 1;
+      GEMM_SMALL_M_RETURN_IF_ERROR(
+          CudaError(cudaLaunchKernelEx(&cfg, reduce_kernel, prm), "reduce kernel launch"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <int kMT>
+absl::Status LaunchM(Params prm, const StridedBatch& args, const SmallMPlan& plan,
+                     cudaStream_t stream, int device) {
+  const bool kn = args.problem.b_layout == BLayout::kKN;
+  const bool f32 = args.problem.d_dtype == DType::kFP32;
+  if (kn) {
+    return f32 ? LaunchTyped<kMT, true, float>(prm, plan, args.batch, stream, device)
+               : LaunchTyped<kMT, true, __nv_bfloat16>(prm, plan, args.batch, stream, device);
+  }
+  return f32 ? LaunchTyped<kMT, false, float>(prm, plan, args.batch, stream, device)
+             : LaunchTyped<kMT, false, __nv_bfloat16>(prm, plan, args.batch, stream, device);
+}
+
+absl::StatusOr<int> CurrentSmCount(int* device) {
+  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(device), "cudaGetDevice"));
+  int sms = 0;
+  GEMM_SMALL_M_RETURN_IF_ERROR(
+      CudaError(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, *device),
+                "cudaDeviceGetAttribute"));
+  return sms;
+}
+
+}  // namespace
+
+absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan_in,
+                                cudaStream_t stream, void* workspace, std::size_t workspace_bytes) {
+  GEMM_SMALL_M_RETURN_IF_ERROR(CheckArgs(args));
+  int device = 0;
+  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
+  SmallMPlan plan = plan_in;
+  if (plan.splits > 1 && (workspace == nullptr || workspace_bytes < plan.workspace_bytes)) {
+    plan.splits = 1;  // not enough scratch for partials: one split, direct epilogue
+    plan.workspace_bytes = 0;
+  }
+  const Problem& p = args.problem;
+  Params prm = {};
+  prm.a = static_cast<const __nv_bfloat16*>(p.a);
+  prm.lda = p.lda;
+  prm.stride_a = args.stride_a;
+  prm.b = static_cast<const __nv_bfloat16*>(p.b);
+  prm.ldb = p.ldb;
+  prm.stride_b = args.stride_b;
+  prm.c = p.c;
+  prm.ldc = p.ldc;
+  prm.stride_c = args.stride_c;
+  prm.d = p.d;
+  prm.ldd = p.ldd;
+  prm.stride_d = args.stride_d;
+  prm.ws = static_cast<float*>(workspace);
+  prm.m = p.m;
+  prm.n = p.n;
+  prm.k = p.k;
+  prm.k_blocks = plan.k_blocks;
+  prm.splits = plan.splits;
+  prm.alpha = p.alpha;
+  prm.beta = p.beta;
+  switch (plan.m_tile) {
+    case 16:
+      return LaunchM<16>(prm, args, plan, stream, device);
+    case 32:
+      return LaunchM<32>(prm, args, plan, stream, device);
+    case 64:
+      return LaunchM<64>(prm, args, plan, stream, device);
+    case 128:
+      return LaunchM<128>(prm, args, plan, stream, device);
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("small-M GEMM: bad m_tile ", plan.m_tile));
+  }
+}
+
+absl::Status SmallMGemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
+  GEMM_SMALL_M_RETURN_IF_ERROR(CheckArgs(args));
+  int device = 0;
+  absl::StatusOr<int> sms = CurrentSmCount(&device);
+  if (!sms.ok()) return sms.status();
+  const SmallMPlan plan = PlanSmallM(args, *sms);
+  return SmallMGemmWithPlan(args, plan, stream, opts.workspace, opts.workspace_bytes);
+}
+
+}  // namespace gemm::kernel::sm90
