@@ -1,0 +1,42 @@
+// Turns CUDA runtime / driver / cuBLAS errors into absl::Status where they occur.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace gemm::kernel {
+
+// INTERNAL status naming `what` and the CUDA runtime error, or OK.
+inline absl::Status CudaStatus(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(what, ": ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
+}
+
+// INTERNAL status naming `what` and the CUDA driver error, or OK.
+inline absl::Status CuStatus(CUresult err, const char* what) {
+  if (err == CUDA_SUCCESS) return absl::OkStatus();
+  const char* name = nullptr;
+  cuGetErrorName(err, &name);
+  return absl::InternalError(
+      absl::StrCat(what, ": ", name ? name : "unknown CUresult ", static_cast<int>(err)));
+}
+
+// INTERNAL status naming `what` and the cuBLAS status, or OK.
+inline absl::Status CublasStatus(cublasStatus_t err, const char* what) {
+  if (err == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": cuBLAS status ", static_cast<int>(err)));
+}
+
+}  // namespace gemm::kernel
+
+// Returns from the enclosing function when `expr` (an absl::Status expression) is not OK.
+#define GEMM_RETURN_IF_ERROR(expr)       \
+  do {                                   \
+    ::absl::Status _gemm_st = (expr);    \
+    if (!_gemm_st.ok()) return _gemm_st; \
+  } while (0)

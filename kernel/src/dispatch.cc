@@ -1,0 +1,236 @@
+// The kernel library's public entry points: validation, the one arch-dispatch point (exact
+// compute capability) and the routing to the SM90 / SM100 kernels or cuBLASLt.
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "cuda_status.h"
+#include "gemm/kernel.h"
+#include "reference/cublaslt_gemm.h"
+#include "sm100/sm100_gemm.h"
+#include "sm90/sm90_gemm.h"
+#include "validate.h"
+#if GEMM_HAVE_SMALL_M
+#include "sm90/small_m_gemm.h"
+#endif
+
+namespace gemm::kernel {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+// Per-device facts read once: compute capability and SM count (0 = not read yet).
+struct DeviceFacts {
+  int major = 0, minor = 0, sm_count = 0;
+};
+
+absl::StatusOr<DeviceFacts> Facts(int device) {
+  static std::array<std::atomic<uint64_t>, kMaxDevices> cache{};  // major|minor|sm_count packed
+  if (device >= 0 && device < kMaxDevices) {
+    const uint64_t v = cache[device].load(std::memory_order_relaxed);
+    if (v != 0) {
+      return DeviceFacts{static_cast<int>(v >> 48), static_cast<int>((v >> 32) & 0xffff),
+                         static_cast<int>(v & 0xffffffff)};
+    }
+  }
+  DeviceFacts f;
+  GEMM_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&f.major, cudaDevAttrComputeCapabilityMajor, device),
+                 "cudaDeviceGetAttribute(ComputeCapabilityMajor)"));
+  GEMM_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&f.minor, cudaDevAttrComputeCapabilityMinor, device),
+                 "cudaDeviceGetAttribute(ComputeCapabilityMinor)"));
+  GEMM_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&f.sm_count, cudaDevAttrMultiProcessorCount, device),
+                 "cudaDeviceGetAttribute(MultiProcessorCount)"));
+  if (device >= 0 && device < kMaxDevices) {
+    cache[device].store(
+        (uint64_t(f.major) << 48) | (uint64_t(f.minor) << 32) | uint32_t(f.sm_count),
+        std::memory_order_relaxed);
+  }
+  return f;
+}
+
+absl::StatusOr<int> CurrentDevice() {
+  int device = 0;
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
+  return device;
+}
+
+// The kind that runs a call: kAuto resolved by SelectKernel; explicit native kinds checked
+// against the device's exact compute capability.
+absl::StatusOr<KernelKind> Resolve(KernelKind requested, int device) {
+  if (requested == KernelKind::kAuto) return SelectKernel(device);
+  if (requested == KernelKind::kCublasLt) return requested;
+  auto facts = Facts(device);
+  if (!facts.ok()) return facts.status();
+  if (requested == KernelKind::kSm90 && !(facts->major == 9 && facts->minor == 0)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sm90 kernel needs compute capability 9.0, device ", device, " has ",
+                     facts->major, ".", facts->minor));
+  }
+  if (requested == KernelKind::kSm100 && !(facts->major == 10 && facts->minor == 0)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("sm100 kernel needs compute capability 10.0, device ", device, " has ",
+                     facts->major, ".", facts->minor));
+  }
+  if (requested != KernelKind::kSm90 && requested != KernelKind::kSm100) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown kernel kind ", static_cast<int>(requested)));
+  }
+  return requested;
+}
+
+absl::Status RunCublasLt(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
+  return reference::CublasLtGemm(args, stream, opts.workspace, opts.workspace_bytes);
+}
+
+#if GEMM_HAVE_SMALL_M
+bool SmallM(const StridedBatch& args, int device) {
+  auto facts = Facts(device);
+  return facts.ok() && sm90::UseSmallM(args, facts->sm_count);
+}
+#endif
+
+}  // namespace
+
+std::string KernelName(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kAuto:
+      return "auto";
+    case KernelKind::kSm90:
+      return "sm90_wgmma";
+    case KernelKind::kSm100:
+      return "sm100_tcgen05";
+    case KernelKind::kCublasLt:
+      return "cublaslt";
+  }
+  return absl::StrCat("unknown(", static_cast<int>(kind), ")");
+}
+
+absl::StatusOr<KernelKind> SelectKernel(int device) {
+  auto facts = Facts(device);
+  if (!facts.ok()) return facts.status();
+  // NOTE: "a" targets (sm_90a, sm_100a) are not forward compatible: match exactly.
+  if (facts->major == 9 && facts->minor == 0) return KernelKind::kSm90;
+  if (facts->major == 10 && facts->minor == 0) return KernelKind::kSm100;
+  return KernelKind::kCublasLt;
+}
+
+std::size_t WorkspaceBytes(const StridedBatch& args, KernelKind kind) {
+  auto device = CurrentDevice();
+  if (kind == KernelKind::kAuto) {
+    auto k =
+        device.ok() ? SelectKernel(*device) : absl::StatusOr<KernelKind>(KernelKind::kCublasLt);
+    kind = k.ok() ? *k : KernelKind::kCublasLt;
+  }
+  switch (kind) {
+    case KernelKind::kSm90: {
+#if GEMM_HAVE_SMALL_M
+      if (device.ok() && SmallM(args, *device)) {
+        auto facts = Facts(*device);
+        return sm90::SmallMWorkspaceBytes(args, facts->sm_count);
+      }
+#endif
+      return sm90::Supports(args) ? sm90::WorkspaceBytes(args)
+                                  : reference::CublasLtWorkspaceBytes();
+    }
+    case KernelKind::kSm100:
+      return sm100::WorkspaceBytes(args);
+    default:
+      return reference::CublasLtWorkspaceBytes();
+  }
+}
+
+std::size_t WorkspaceBytes(std::span<const Problem> group, KernelKind kind) {
+  if (kind == KernelKind::kAuto) {
+    auto device = CurrentDevice();
+    auto k =
+        device.ok() ? SelectKernel(*device) : absl::StatusOr<KernelKind>(KernelKind::kCublasLt);
+    kind = k.ok() ? *k : KernelKind::kCublasLt;
+  }
+  switch (kind) {
+    case KernelKind::kSm90:
+      return sm90::Supports(group) ? sm90::WorkspaceBytes(group)
+                                   : reference::CublasLtWorkspaceBytes();
+    case KernelKind::kSm100:
+      return sm100::WorkspaceBytes(group);
+    default:
+      return reference::CublasLtWorkspaceBytes();
+  }
+}
+
+absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
+  GEMM_RETURN_IF_ERROR(ValidateBatch(args));
+  auto device = CurrentDevice();
+  if (!device.ok()) return device.status();
+  auto kind = Resolve(opts.kind, *device);
+  if (!kind.ok()) return kind.status();
+  const bool automatic = opts.kind == KernelKind::kAuto;
+  switch (*kind) {
+    case KernelKind::kSm90: {
+#if GEMM_HAVE_SMALL_M
+      if (SmallM(args, *device)) {
+        return sm90::SmallMGemm(args, stream, opts);
+      }
+#endif
+      if (sm90::Supports(args)) return sm90::Gemm(args, stream, opts);
+      if (automatic) return RunCublasLt(args, stream, opts);
+      return absl::FailedPreconditionError(
+          "sm90 kernel needs 16-byte aligned pointers, pitches and batch strides");
+    }
+    case KernelKind::kSm100: {
+      absl::Status st = sm100::Gemm(args, stream, opts);
+      if (automatic && absl::IsUnimplemented(st)) return RunCublasLt(args, stream, opts);
+      return st;
+    }
+    case KernelKind::kCublasLt:
+      return RunCublasLt(args, stream, opts);
+    case KernelKind::kAuto:
+      break;
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("no kernel for kind ", KernelName(*kind), " on device ", *device));
+}
+
+absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
+                         const LaunchOptions& opts) {
+  GEMM_RETURN_IF_ERROR(ValidateGroup(group));
+  if (group.empty()) return absl::OkStatus();
+  auto device = CurrentDevice();
+  if (!device.ok()) return device.status();
+  auto kind = Resolve(opts.kind, *device);
+  if (!kind.ok()) return kind.status();
+  const bool automatic = opts.kind == KernelKind::kAuto;
+  auto loop_cublaslt = [&]() -> absl::Status {
+    for (const Problem& p : group) {
+      StridedBatch one;
+      one.problem = p;
+      GEMM_RETURN_IF_ERROR(RunCublasLt(one, stream, opts));
+    }
+    return absl::OkStatus();
+  };
+  switch (*kind) {
+    case KernelKind::kSm90:
+      if (sm90::Supports(group)) return sm90::GemmGrouped(group, stream, opts);
+      if (automatic) return loop_cublaslt();
+      return absl::FailedPreconditionError(
+          "sm90 kernel needs 16-byte aligned pointers and pitches");
+    case KernelKind::kSm100: {
+      absl::Status st = sm100::GemmGrouped(group, stream, opts);
+      if (automatic && absl::IsUnimplemented(st)) return loop_cublaslt();
+      return st;
+    }
+    case KernelKind::kCublasLt:
+      return loop_cublaslt();
+    case KernelKind::kAuto:
+      break;
+  }
+  return absl::UnimplementedError(
+      absl::StrCat("no kernel for kind ", KernelName(*kind), " on device ", *device));
+}
+
+}  // namespace gemm::kernel

@@ -1,0 +1,28 @@
+// Host entry points of the SM90 (H100/H200) persistent warp-specialized WGMMA kernel, called by
+// the kernel library's dispatch for compute capability 9.0.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "gemm/kernel.h"
+
+namespace gemm::kernel::sm90 {
+
+// Whether the kernel can run the problem(s): TMA needs 16-byte aligned bases, pitches and batch
+// strides. Arguments must already be validated.
+bool Supports(const StridedBatch& args);
+bool Supports(std::span<const Problem> group);
+
+// Enqueues a validated strided batch on `stream` as one persistent launch.
+absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts);
+
+// Enqueues a validated group as persistent launches of up to kMaxGroupPerLaunch problems each.
+absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
+                         const LaunchOptions& opts);
+
+// Workspace the calls above need, in bytes (none: descriptors travel as kernel parameters).
+std::size_t WorkspaceBytes(const StridedBatch& args);
+std::size_t WorkspaceBytes(std::span<const Problem> group);
+
+}  // namespace gemm::kernel::sm90
