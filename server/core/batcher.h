@@ -3,6 +3,30 @@
 // coalesced along M up to `max_batch_rows`, waiting at most `max_queue_delay` for company.
 // Expired requests are answered DEADLINE_EXCEEDED and cancelled ones CANCELLED without running;
 // a full queue answers UNAVAILABLE at once. Time comes from an injected Clock.
+//
+// Pull model: each backend worker thread calls Next(device) when it has capacity, which is what
+// spreads load over GPUs. Rules Next() follows:
+//  - Two priorities; the oldest runnable item of the highest priority leads the next batch; FIFO
+//    within a priority.
+//  - Coalescing key: a single problem (kSingle, count 1) with a resident B and no inline B;
+//    items coalesce when they share the matrix, b layout, output dtype, alpha, beta, whether C is
+//    given and the requested kernel. Everything else (inline B, batch and group requests) is a
+//    batch of one, released at once.
+//  - The leader's batch gathers compatible items (same priority first, then the other) while the
+//    sum of M fits `max_batch_rows` (a leader larger than that runs alone). A batch that is not
+//    full waits until `max_queue_delay` after the leader was queued, more items arrive, or the
+//    earliest member deadline. While one Next() call waits on a key, other callers skip that
+//    key and serve the rest of the queue.
+//  - Device affinity: an item whose resident B lives on `desc().devices` is only handed to
+//    Next(d) for d in that list; {-1} or an empty list, no resident B, or a caller passing -1
+//    means any caller. (A group whose matrices live on disjoint devices is refused by Submit.)
+//  - An item past its deadline (clock Now() > request.deadline) is answered DEADLINE_EXCEEDED,
+//    one whose `cancelled()` returns true is answered CANCELLED; neither is handed out. Items are
+//    checked when handed out and by periodic sweeps (a waiting Next() also wakes at the earliest
+//    queued deadline), so they do not sit in the queue.
+//  - Each item is either handed out in exactly one Batch or completed (`done`) exactly once by
+//    the batcher; `done` is called without the batcher's lock held, on a Next() caller's thread
+//    (or the destructor's).
 #pragma once
 
 #include <cstdint>
@@ -31,27 +55,42 @@ class Batcher : public WorkSource {
     int64_t queue_capacity = 1024;
     // Whether to coalesce at all. Default true.
     bool enable_batching = true;
+    // How often the whole queue is swept for cancelled requests (expired ones are swept at their
+    // deadline). Default 10ms.
+    absl::Duration sweep_interval = absl::Milliseconds(10);
     // Where to report queue depth and requests dropped without running. Not owned; may be null
     // (default); must outlive the batcher.
     Metrics* metrics = nullptr;
   };
 
-  // Creates a batcher. `clock` must outlive it (RealClock::Get() in production).
+  // Creates a batcher. `clock` must outlive it (RealClock::Get() in production). INVALID_ARGUMENT
+  // for a negative delay, a non-positive row or queue bound or sweep interval,
+  // or a null clock.
   static absl::StatusOr<std::unique_ptr<Batcher>> Create(const Options& options, Clock* clock);
 
+  // Shuts down and answers anything still queued UNAVAILABLE. No Next() call may be in progress
+  // (join the backend's workers first).
   ~Batcher() override;
 
-  // Queues `item`. UNAVAILABLE (and `item->done` is NOT called) when the queue is full or the
-  // batcher is shut down; the caller answers the client. Never blocks. Thread-safe.
+  // Queues `item` (which must have `done` set and one problem at least). On any error
+  // `item->done` is NOT called and the caller answers the client: UNAVAILABLE when the queue is
+  // full or the batcher is shut down, FAILED_PRECONDITION when the request's resident matrices
+  // share no device, INVALID_ARGUMENT for a malformed item. Sets `item->arrival` to the clock's
+  // Now() if it was left at its default (the Unix epoch). Never blocks beyond a short lock.
+  // Thread-safe. `item->cancelled` must be cheap, non-blocking and not call into the batcher (it
+  // is polled under the batcher's lock).
   absl::Status Submit(std::shared_ptr<WorkItem> item);
 
-  // WorkSource: blocks until a batch for `device` is ready; nullopt after Shutdown() once empty.
+  // WorkSource: blocks until a batch for `device` is ready (see the rules above); after
+  // Shutdown() it stops waiting for company and returns nullopt once nothing runnable on `device`
+  // is left. Thread-safe; any number of concurrent callers.
   std::optional<Batch> Next(int device) override;
 
-  // Stops accepting; Next() keeps handing out what is queued, then returns nullopt.
+  // Stops accepting; Next() keeps handing out what is queued, then returns nullopt. Idempotent.
+  // Thread-safe.
   void Shutdown();
 
-  // Requests queued now.
+  // Requests queued now. Thread-safe. (Also reported to Options::metrics on every change.)
   int64_t QueueDepth() const;
 
  private:

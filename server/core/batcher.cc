@@ -1,0 +1,441 @@
+// Dynamic batcher implementation: two FIFO lists (one per priority) under one mutex, scanned by
+// Next() callers that form batches. See batcher.h for the rules.
+#include "server/core/batcher.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "server/core/metrics.h"
+
+namespace gemm::core {
+namespace {
+
+// What coalesced items must share.
+struct Key {
+  const ResidentMatrix* matrix = nullptr;
+  BLayout b_layout = BLayout::kKN;
+  DType out_dtype = DType::kBF16;
+  uint32_t alpha_bits = 0;  // bit patterns: exact equality, NaN-safe
+  uint32_t beta_bits = 0;
+  bool has_c = false;
+  std::string kernel;
+
+  bool operator==(const Key& o) const {
+    return matrix == o.matrix && b_layout == o.b_layout && out_dtype == o.out_dtype &&
+           alpha_bits == o.alpha_bits && beta_bits == o.beta_bits && has_c == o.has_c &&
+           kernel == o.kernel;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const Key& k) {
+    return H::combine(std::move(h), k.matrix, k.b_layout, k.out_dtype, k.alpha_bits, k.beta_bits,
+                      k.has_c, k.kernel);
+  }
+};
+
+// One queued request and what the batcher derived from it at Submit().
+struct Entry {
+  std::shared_ptr<WorkItem> item;
+  absl::Time enqueued;
+  absl::Time deadline;
+  bool coalescible = false;
+  Key key;                   // meaningful when coalescible
+  int64_t rows = 0;          // M when coalescible; sum of M*count over the problems otherwise
+  std::vector<int> devices;  // devices it may run on; empty: any
+};
+
+// A request answered by the batcher itself.
+struct Drop {
+  std::shared_ptr<WorkItem> item;
+  absl::Status status;
+  const char* reason;  // metrics label
+};
+
+constexpr int kHigh = 0;  // index into queues_: high priority first
+constexpr int kNormal = 1;
+int QueueIndex(Priority p) { return p == Priority::kHigh ? kHigh : kNormal; }
+
+bool AnyDevice(const std::vector<int>& devices) {
+  return devices.empty() || std::find(devices.begin(), devices.end(), -1) != devices.end();
+}
+
+}  // namespace
+
+class Batcher::Impl {
+ public:
+  Impl(const Options& options, Clock* clock) : options_(options), clock_(clock) {}
+
+  absl::Status Submit(std::shared_ptr<WorkItem> item);
+  std::optional<Batch> Next(int device);
+  void Shutdown();
+  int64_t QueueDepth() const {
+    absl::MutexLock lock(&mu_);
+    return size_;
+  }
+  // Empties the queue into drops (destruction).
+  std::vector<Drop> DrainAll();
+  void Complete(std::vector<Drop>& drops);
+
+ private:
+  using Iter = std::list<Entry>::iterator;
+
+  // One round of Next() under the lock: returns true when finished (`*out` holds the batch or
+  // nullopt for "no more work"), false when `drops` must be completed before going on.
+  bool NextLocked(int device, uint64_t token, std::vector<Drop>* drops, std::optional<Batch>* out)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `e` must be answered now instead of run; if so, appends it to `drops`.
+  bool ShouldDrop(const Entry& e, absl::Time now, std::vector<Drop>* drops) const;
+  // Removes `it` from queue `q` (for a drop or a hand-out).
+  Entry Remove(int q, Iter it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops every expired or cancelled entry and schedules the next sweep.
+  void Sweep(absl::Time now, std::vector<Drop>* drops) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `key` is being gathered by a Next() call other than `token`.
+  bool ReservedByOther(const Key& key, uint64_t token) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops the reservation `token` holds, if any, and wakes callers that skipped its key.
+  void Unreserve(uint64_t token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Reserve(const Key& key, uint64_t token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReportDepth() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  static bool Runnable(const Entry& e, int device) {
+    if (device < 0 || e.devices.empty()) return true;
+    return std::find(e.devices.begin(), e.devices.end(), device) != e.devices.end();
+  }
+
+  const Options options_;
+  Clock* const clock_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // queue changed, a reservation was dropped, or shutdown
+  std::list<Entry> queues_[2] ABSL_GUARDED_BY(mu_);
+  int64_t size_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
+  // Keys a waiting Next() call is gathering a batch for, and the call's token.
+  absl::flat_hash_map<Key, uint64_t> reserved_ ABSL_GUARDED_BY(mu_);
+  // A lower bound of the earliest deadline queued, and when the next sweep is due.
+  absl::Time earliest_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Time next_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+};
+
+absl::Status Batcher::Impl::Submit(std::shared_ptr<WorkItem> item) {
+  if (item == nullptr || !item->done || item->request.problems.empty()) {
+    return absl::InvalidArgumentError("batcher: work item without callback or problems");
+  }
+  const GemmRequest& req = item->request;
+  const Problem& p0 = req.problems[0];
+
+  Entry e;
+  // Devices every resident matrix of the request lives on.
+  bool constrained = false;
+  for (const Problem& p : req.problems) {
+    if (p.b_resident == nullptr || AnyDevice(p.b_resident->desc().devices)) continue;
+    const std::vector<int>& devs = p.b_resident->desc().devices;
+    if (!constrained) {
+      e.devices = devs;
+      constrained = true;
+    } else {
+      std::erase_if(e.devices,
+                    [&](int d) { return std::find(devs.begin(), devs.end(), d) == devs.end(); });
+    }
+    if (e.devices.empty()) {
+      return absl::FailedPreconditionError(
+          "the resident matrices of this request live on different devices");
+    }
+  }
+  e.coalescible = options_.enable_batching && options_.max_batch_rows > 1 &&
+                  req.kind == WorkKind::kSingle && req.problems.size() == 1 && p0.count == 1 &&
+                  p0.b_resident != nullptr && p0.b.empty();
+  if (e.coalescible) {
+    e.key = Key{.matrix = p0.b_resident.get(),
+                .b_layout = p0.b_layout,
+                .out_dtype = p0.out_dtype,
+                .alpha_bits = std::bit_cast<uint32_t>(p0.alpha),
+                .beta_bits = std::bit_cast<uint32_t>(p0.beta),
+                .has_c = !p0.c.empty(),
+                .kernel = req.kernel};
+    e.rows = p0.m;
+  } else {
+    for (const Problem& p : req.problems) e.rows += p.m * std::max<int64_t>(p.count, 1);
+  }
+  e.deadline = req.deadline;
+  const int q = QueueIndex(req.priority);
+
+  int64_t depth = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutdown_) {
+      depth = -1;
+    } else if (size_ >= options_.queue_capacity) {
+      depth = size_;
+    } else {
+      const absl::Time now = clock_->Now();
+      if (item->arrival == absl::Time()) item->arrival = now;
+      e.enqueued = now;
+      e.item = std::move(item);
+      earliest_deadline_ = std::min(earliest_deadline_, e.deadline);
+      next_sweep_ = std::min(
+          {next_sweep_, earliest_deadline_ + absl::Nanoseconds(1), now + options_.sweep_interval});
+      queues_[q].push_back(std::move(e));
+      ++size_;
+      ReportDepth();
+      cv_.SignalAll();
+      return absl::OkStatus();
+    }
+  }
+  if (options_.metrics != nullptr) {
+    options_.metrics->RecordDropped(depth < 0 ? "shutdown" : "queue_full");
+  }
+  if (depth < 0) return absl::UnavailableError("server shutting down");
+  return absl::UnavailableError(
+      absl::StrCat("queue full: ", depth, " requests queued (--queue_capacity)"));
+}
+
+std::optional<Batch> Batcher::Impl::Next(int device) {
+  uint64_t token;
+  {
+    absl::MutexLock lock(&mu_);
+    token = next_token_++;
+  }
+  for (;;) {
+    std::vector<Drop> drops;
+    std::optional<Batch> out;
+    bool finished;
+    {
+      absl::MutexLock lock(&mu_);
+      finished = NextLocked(device, token, &drops, &out);
+      if (finished) Unreserve(token);
+    }
+    Complete(drops);
+    if (finished) return out;
+  }
+}
+
+bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* drops,
+                               std::optional<Batch>* out) {
+  for (;;) {
+    const absl::Time now = clock_->Now();
+    if (now >= next_sweep_) Sweep(now, drops);
+
+    // The leader: oldest runnable entry of the highest priority, skipping keys another caller
+    // is gathering.
+    int lq = -1;
+    Iter leader;
+    for (int q = kHigh; q <= kNormal && lq < 0; ++q) {
+      for (Iter it = queues_[q].begin(); it != queues_[q].end();) {
+        if (!Runnable(*it, device) || (it->coalescible && ReservedByOther(it->key, token))) {
+          ++it;
+          continue;
+        }
+        if (ShouldDrop(*it, now, drops)) {
+          Remove(q, it++);
+          continue;
+        }
+        lq = q;
+        leader = it;
+        break;
+      }
+    }
+
+    if (lq < 0) {
+      Unreserve(token);
+      if (shutdown_) return true;  // *out stays nullopt
+      if (!drops->empty()) return false;
+      clock_->WaitUntil(&cv_, &mu_, next_sweep_);
+      continue;
+    }
+
+    // Members of the leader's batch, in queue order within each priority.
+    std::vector<std::pair<int, Iter>> members = {{lq, leader}};
+    int64_t rows = leader->rows;
+    bool full = !leader->coalescible || rows >= options_.max_batch_rows;
+    absl::Time release_at = std::min(leader->enqueued + options_.max_queue_delay, leader->deadline);
+    if (leader->coalescible && !full) {
+      for (int q : {lq, 1 - lq}) {
+        for (Iter it = queues_[q].begin();
+             it != queues_[q].end() && rows < options_.max_batch_rows;) {
+          if (it == leader || !it->coalescible || !(it->key == leader->key) ||
+              !Runnable(*it, device)) {
+            ++it;
+            continue;
+          }
+          if (ShouldDrop(*it, now, drops)) {
+            Remove(q, it++);
+            continue;
+          }
+          if (rows + it->rows > options_.max_batch_rows) {
+            // A compatible request is waiting that does not fit: waiting cannot help this batch.
+            // NOTE: later, smaller ones may still fit; the skipped one leads a later batch.
+            full = true;
+            ++it;
+            continue;
+          }
+          rows += it->rows;
+          release_at = std::min(release_at, it->deadline);
+          members.emplace_back(q, it);
+          ++it;
+        }
+      }
+      full = full || rows >= options_.max_batch_rows;
+    }
+
+    if (full || shutdown_ || now >= release_at) {
+      Batch batch;
+      batch.released = now;
+      batch.rows = rows;
+      batch.items.reserve(members.size());
+      for (auto& [q, it] : members) batch.items.push_back(Remove(q, it).item);
+      *out = std::move(batch);
+      return true;
+    }
+
+    // Wait for company, holding the key so other callers serve the rest of the queue.
+    Reserve(leader->key, token);
+    if (!drops->empty()) return false;
+    clock_->WaitUntil(&cv_, &mu_, std::min(release_at, next_sweep_));
+  }
+}
+
+bool Batcher::Impl::ShouldDrop(const Entry& e, absl::Time now, std::vector<Drop>* drops) const {
+  if (now > e.deadline) {
+    drops->push_back({e.item,
+                      absl::DeadlineExceededError(
+                          absl::StrCat("deadline exceeded after ",
+                                       absl::ToInt64Microseconds(now - e.enqueued), "us in queue")),
+                      "deadline"});
+    return true;
+  }
+  if (e.item->cancelled && e.item->cancelled()) {
+    drops->push_back({e.item, absl::CancelledError("request cancelled while queued"), "cancelled"});
+    return true;
+  }
+  return false;
+}
+
+Entry Batcher::Impl::Remove(int q, Iter it) {
+  Entry e = std::move(*it);
+  queues_[q].erase(it);
+  --size_;
+  ReportDepth();
+  return e;
+}
+
+void Batcher::Impl::Sweep(absl::Time now, std::vector<Drop>* drops) {
+  absl::Time earliest = absl::InfiniteFuture();
+  for (int q = kHigh; q <= kNormal; ++q) {
+    for (Iter it = queues_[q].begin(); it != queues_[q].end();) {
+      if (ShouldDrop(*it, now, drops)) {
+        Remove(q, it++);
+      } else {
+        earliest = std::min(earliest, it->deadline);
+        ++it;
+      }
+    }
+  }
+  earliest_deadline_ = earliest;
+  // Expired means Now() > deadline, so the sweep for a deadline is due just after it.
+  next_sweep_ = size_ == 0
+                    ? absl::InfiniteFuture()
+                    : std::min(earliest + absl::Nanoseconds(1), now + options_.sweep_interval);
+}
+
+bool Batcher::Impl::ReservedByOther(const Key& key, uint64_t token) const {
+  if (reserved_.empty()) return false;
+  auto it = reserved_.find(key);
+  return it != reserved_.end() && it->second != token;
+}
+
+void Batcher::Impl::Reserve(const Key& key, uint64_t token) {
+  auto it = reserved_.find(key);
+  if (it != reserved_.end() && it->second == token) return;
+  Unreserve(token);
+  reserved_.emplace(key, token);
+}
+
+void Batcher::Impl::Unreserve(uint64_t token) {
+  for (auto it = reserved_.begin(); it != reserved_.end(); ++it) {
+    if (it->second == token) {
+      reserved_.erase(it);
+      cv_.SignalAll();
+      return;
+    }
+  }
+}
+
+void Batcher::Impl::ReportDepth() {
+  if (options_.metrics != nullptr) options_.metrics->SetQueueDepth(size_);
+}
+
+void Batcher::Impl::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+  cv_.SignalAll();
+}
+
+std::vector<Drop> Batcher::Impl::DrainAll() {
+  std::vector<Drop> drops;
+  absl::MutexLock lock(&mu_);
+  shutdown_ = true;
+  for (int q = kHigh; q <= kNormal; ++q) {
+    while (!queues_[q].empty()) {
+      Entry e = Remove(q, queues_[q].begin());
+      drops.push_back(
+          {std::move(e.item), absl::UnavailableError("server shutting down"), "shutdown"});
+    }
+  }
+  return drops;
+}
+
+void Batcher::Impl::Complete(std::vector<Drop>& drops) {
+  for (Drop& d : drops) {
+    if (options_.metrics != nullptr) options_.metrics->RecordDropped(d.reason);
+    d.item->done(std::move(d.status));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(const Options& options, Clock* clock) {
+  if (clock == nullptr) return absl::InvalidArgumentError("batcher: null clock");
+  if (options.max_queue_delay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("batcher: max_queue_delay must be >= 0");
+  }
+  if (options.max_batch_rows < 1) {
+    return absl::InvalidArgumentError("batcher: max_batch_rows must be >= 1");
+  }
+  if (options.queue_capacity < 1) {
+    return absl::InvalidArgumentError("batcher: queue_capacity must be >= 1");
+  }
+  if (options.sweep_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("batcher: sweep_interval must be > 0");
+  }
+  return std::unique_ptr<Batcher>(new Batcher(std::make_unique<Impl>(options, clock)));
+}
+
+Batcher::Batcher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Batcher::~Batcher() {
+  std::vector<Drop> drops = impl_->DrainAll();
+  impl_->Complete(drops);
+}
+
+absl::Status Batcher::Submit(std::shared_ptr<WorkItem> item) {
+  return impl_->Submit(std::move(item));
+}
+
+std::optional<Batch> Batcher::Next(int device) { return impl_->Next(device); }
+
+void Batcher::Shutdown() { impl_->Shutdown(); }
+
+int64_t Batcher::QueueDepth() const { return impl_->QueueDepth(); }
+
+}  // namespace gemm::core

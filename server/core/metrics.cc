@@ -1,0 +1,212 @@
+// Prometheus metrics of the server: see metrics.h for the metric names.
+#include "server/core/metrics.h"
+
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "prometheus/counter.h"
+#include "prometheus/exposer.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+
+namespace gemm::core {
+namespace {
+
+// 10us .. 10s in 1-2.5-5 steps: covers a small decode GEMM's queueing up to a huge upload.
+prometheus::Histogram::BucketBoundaries SecondsBuckets() {
+  prometheus::Histogram::BucketBoundaries b;
+  for (double decade = 1e-5; decade < 10.0; decade *= 10.0) {
+    b.push_back(decade);
+    b.push_back(2.5 * decade);
+    b.push_back(5.0 * decade);
+  }
+  b.push_back(10.0);
+  return b;
+}
+
+// Powers of two, 1 .. 65536.
+prometheus::Histogram::BucketBoundaries PowersOfTwo(int max_exponent) {
+  prometheus::Histogram::BucketBoundaries b;
+  for (int e = 0; e <= max_exponent; ++e) b.push_back(static_cast<double>(int64_t{1} << e));
+  return b;
+}
+
+std::string DeviceLabel(int device) { return device < 0 ? "cpu" : absl::StrCat(device); }
+
+std::string CodeName(int grpc_code) {
+  // grpc::StatusCode and absl::StatusCode share their numbering (0..16).
+  if (grpc_code < 0 || grpc_code > 16) return absl::StrCat(grpc_code);
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(grpc_code));
+}
+
+prometheus::Family<prometheus::Histogram>& BuildHistogramFamily(prometheus::Registry& registry,
+                                                                const std::string& name,
+                                                                const std::string& help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
+}
+
+}  // namespace
+
+Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  prometheus::Registry& r = *registry_;
+  rpcs_ = &prometheus::BuildCounter()
+               .Name("gemm_rpcs_total")
+               .Help("Finished RPCs by method and gRPC status code.")
+               .Register(r);
+  queue_seconds_ =
+      &BuildHistogramFamily(r, "gemm_queue_seconds", "Time a request waited in the batcher queue.");
+  copy_in_seconds_ =
+      &BuildHistogramFamily(r, "gemm_copy_in_seconds", "Time copying a request's inputs in.");
+  compute_seconds_ = &BuildHistogramFamily(r, "gemm_compute_seconds",
+                                           "Kernel time of the batch a request ran in.");
+  copy_out_seconds_ =
+      &BuildHistogramFamily(r, "gemm_copy_out_seconds", "Time copying a request's result out.");
+  total_seconds_ = &BuildHistogramFamily(r, "gemm_request_seconds",
+                                         "Total time of a request from arrival to completion.");
+  batch_rows_ = &BuildHistogramFamily(r, "gemm_batch_rows",
+                                      "Rows (sum of M) of the batch each request ran in.");
+  batch_requests_ =
+      &BuildHistogramFamily(r, "gemm_batch_requests", "Requests in the batch each request ran in.");
+  dropped_ = &prometheus::BuildCounter()
+                  .Name("gemm_batcher_dropped_total")
+                  .Help("Requests the batcher answered without running them, by reason.")
+                  .Register(r);
+  pool_in_use_ = &prometheus::BuildGauge()
+                      .Name("gemm_pool_bytes_in_use")
+                      .Help("Device memory pool bytes in use.")
+                      .Register(r);
+  pool_capacity_ = &prometheus::BuildGauge()
+                        .Name("gemm_pool_bytes_capacity")
+                        .Help("Device memory pool capacity in bytes.")
+                        .Register(r);
+  kernel_info_ = &prometheus::BuildGauge()
+                      .Name("gemm_kernel_info")
+                      .Help("1 for the kernel serving each device.")
+                      .Register(r);
+  queue_depth_ = &prometheus::BuildGauge()
+                      .Name("gemm_queue_depth")
+                      .Help("Requests queued in the batcher.")
+                      .Register(r)
+                      .Add({});
+  resident_count_ = &prometheus::BuildGauge()
+                         .Name("gemm_resident_matrices")
+                         .Help("Registered resident matrices.")
+                         .Register(r)
+                         .Add({});
+  resident_bytes_ = &prometheus::BuildGauge()
+                         .Name("gemm_resident_matrix_bytes")
+                         .Help("Bytes of registered resident matrices.")
+                         .Register(r)
+                         .Add({});
+}
+
+Metrics::~Metrics() = default;
+
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(int port) {
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("metrics port ", port, " is out of range"));
+  }
+  std::unique_ptr<Metrics> metrics(new Metrics());
+  if (port == 0) return metrics;
+  // NOTE: prometheus-cpp (CivetWeb) reports a failed bind by throwing; this is the one place we
+  // catch a library exception, to turn it into a Status.
+  try {
+    metrics->exposer_ =
+        std::make_unique<prometheus::Exposer>(absl::StrCat("0.0.0.0:", port), /*num_threads=*/2);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on port ", port, ": ", e.what()));
+  }
+  metrics->exposer_->RegisterCollectable(metrics->registry_);
+  metrics->port_ = port;
+  return metrics;
+}
+
+void Metrics::RecordRpc(absl::string_view method, int grpc_code) {
+  absl::MutexLock lock(&mu_);
+  auto key = std::make_pair(std::string(method), grpc_code);
+  auto it = rpc_counters_.find(key);
+  if (it == rpc_counters_.end()) {
+    prometheus::Counter* c = &rpcs_->Add({{"method", key.first}, {"code", CodeName(grpc_code)}});
+    it = rpc_counters_.emplace(std::move(key), c).first;
+  }
+  it->second->Increment();
+}
+
+Metrics::DeviceHistograms& Metrics::HistogramsFor(int device) {
+  auto it = histograms_.find(device);
+  if (it != histograms_.end()) return it->second;
+  const prometheus::Labels labels = {{"device", DeviceLabel(device)}};
+  const auto secs = SecondsBuckets();
+  DeviceHistograms h{
+      .queue = &queue_seconds_->Add(labels, secs),
+      .copy_in = &copy_in_seconds_->Add(labels, secs),
+      .compute = &compute_seconds_->Add(labels, secs),
+      .copy_out = &copy_out_seconds_->Add(labels, secs),
+      .total = &total_seconds_->Add(labels, secs),
+      .batch_rows = &batch_rows_->Add(labels, PowersOfTwo(16)),
+      .batch_requests = &batch_requests_->Add(labels, PowersOfTwo(10)),
+  };
+  return histograms_.emplace(device, h).first->second;
+}
+
+void Metrics::RecordTiming(const Timing& timing) {
+  DeviceHistograms h;
+  {
+    absl::MutexLock lock(&mu_);
+    h = HistogramsFor(timing.device);
+  }
+  // Histograms are internally synchronized; observe outside our lock.
+  h.queue->Observe(absl::ToDoubleSeconds(timing.queue));
+  h.copy_in->Observe(absl::ToDoubleSeconds(timing.copy_in));
+  h.compute->Observe(absl::ToDoubleSeconds(timing.compute));
+  h.copy_out->Observe(absl::ToDoubleSeconds(timing.copy_out));
+  h.total->Observe(absl::ToDoubleSeconds(timing.total));
+  h.batch_rows->Observe(static_cast<double>(timing.batch_rows));
+  h.batch_requests->Observe(static_cast<double>(timing.batch_requests));
+}
+
+void Metrics::SetQueueDepth(int64_t depth) { queue_depth_->Set(static_cast<double>(depth)); }
+
+void Metrics::RecordDropped(absl::string_view reason) {
+  // Family::Add returns the existing series for a known label set.
+  dropped_->Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::SetPoolBytes(int device, int64_t in_use, int64_t capacity) {
+  const prometheus::Labels labels = {{"device", DeviceLabel(device)}};
+  pool_in_use_->Add(labels).Set(static_cast<double>(in_use));
+  pool_capacity_->Add(labels).Set(static_cast<double>(capacity));
+}
+
+void Metrics::SetResidentMatrices(int64_t count, int64_t bytes) {
+  resident_count_->Set(static_cast<double>(count));
+  resident_bytes_->Set(static_cast<double>(bytes));
+}
+
+void Metrics::SetKernel(int device, absl::string_view kernel) {
+  absl::MutexLock lock(&mu_);
+  auto it = kernel_names_.find(device);
+  if (it != kernel_names_.end()) {
+    if (it->second == kernel) return;
+    kernel_info_->Remove(kernel_gauges_[device]);
+  }
+  prometheus::Gauge* g =
+      &kernel_info_->Add({{"device", DeviceLabel(device)}, {"kernel", std::string(kernel)}});
+  g->Set(1);
+  kernel_gauges_[device] = g;
+  kernel_names_[device] = std::string(kernel);
+}
+
+std::string Metrics::Serialize() const {
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace gemm::core

@@ -1,0 +1,142 @@
+// Prometheus metrics of the server (prometheus-cpp): RPCs by method and status code, per-stage
+// latency histograms, batch sizes, queue depth and drops, memory pool and resident-matrix bytes,
+// and which kernel serves each device. Owns the registry and, when a port is given, the HTTP
+// exposer serving it at /metrics. Every method is thread-safe and non-blocking apart from a
+// short internal lock; none does I/O (scrapes are served on the exposer's own threads).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "server/core/types.h"
+
+namespace prometheus {
+class Counter;
+class Exposer;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace gemm::core {
+
+// Metric names (all prefixed `gemm_`):
+//   gemm_rpcs_total{method,code}                 counter, finished RPCs
+//   gemm_queue_seconds{device}                   histogram, time queued in the batcher
+//   gemm_copy_in_seconds{device}                 histogram, host-to-device copy time
+//   gemm_compute_seconds{device}                 histogram, kernel time
+//   gemm_copy_out_seconds{device}                histogram, device-to-host copy time
+//   gemm_request_seconds{device}                 histogram, total time in the server
+//   gemm_batch_rows{device}                      histogram, rows (sum of M) of the batch a request
+//   ran in gemm_batch_requests{device}                  histogram, requests in the batch a request
+//   ran in gemm_queue_depth                             gauge, requests queued in the batcher
+//   gemm_batcher_dropped_total{reason}           counter, requests answered by the batcher without
+//                                                running (reason: deadline, cancelled, queue_full,
+//                                                shutdown)
+//   gemm_pool_bytes_in_use{device}               gauge, device memory pool bytes in use
+//   gemm_pool_bytes_capacity{device}             gauge, device memory pool capacity
+//   gemm_resident_matrices                       gauge, registered resident matrices
+//   gemm_resident_matrix_bytes                   gauge, bytes of registered resident matrices
+//   gemm_kernel_info{device,kernel}              gauge = 1 for the kernel serving each device
+// The `device` label is the CUDA ordinal, or "cpu" for -1.
+class Metrics {
+ public:
+  // Creates the metrics. `port` > 0 also starts an HTTP exposer on 0.0.0.0:`port` serving
+  // /metrics (INVALID_ARGUMENT for a port out of range, UNAVAILABLE when it cannot bind);
+  // `port` == 0 keeps a registry only (tests, or when metrics are scraped some other way).
+  static absl::StatusOr<std::unique_ptr<Metrics>> Create(int port);
+
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  // Counts one finished RPC: `method` is the RPC's short name (e.g. "Gemm"), `grpc_code` its
+  // grpc::StatusCode as an int (0 = OK); the label is the code's name, e.g. "DEADLINE_EXCEEDED".
+  void RecordRpc(absl::string_view method, int grpc_code);
+
+  // Records where a completed request's time went (seconds) and the batch it ran in, labelled
+  // with `timing.device`.
+  void RecordTiming(const Timing& timing);
+
+  // Sets the number of requests queued (the Batcher calls this when given this Metrics).
+  void SetQueueDepth(int64_t depth);
+
+  // Counts one request the batcher answered without running it. `reason`: "deadline",
+  // "cancelled", "queue_full" or "shutdown".
+  void RecordDropped(absl::string_view reason);
+
+  // Sets the memory pool bytes in use and the pool capacity of `device`.
+  void SetPoolBytes(int device, int64_t in_use, int64_t capacity);
+
+  // Sets the number and total bytes of resident matrices (all devices, replicas counted once
+  // per copy by the caller's convention).
+  void SetResidentMatrices(int64_t count, int64_t bytes);
+
+  // Records that `kernel` now serves `device`: gemm_kernel_info{device,kernel} = 1, and the
+  // series of the kernel that served it before (if different) is removed.
+  void SetKernel(int device, absl::string_view kernel);
+
+  // The registry, e.g. to add component-specific metrics. Outlives nothing: valid while this
+  // Metrics lives.
+  prometheus::Registry& registry() { return *registry_; }
+
+  // The current metrics in Prometheus text exposition format (what a scrape returns).
+  std::string Serialize() const;
+
+  // The port the exposer listens on, or 0 without an exposer.
+  int port() const { return port_; }
+
+ private:
+  struct DeviceHistograms {
+    prometheus::Histogram* queue;
+    prometheus::Histogram* copy_in;
+    prometheus::Histogram* compute;
+    prometheus::Histogram* copy_out;
+    prometheus::Histogram* total;
+    prometheus::Histogram* batch_rows;
+    prometheus::Histogram* batch_requests;
+  };
+
+  Metrics();
+  DeviceHistograms& HistogramsFor(int device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+
+  // Families are owned by `registry_`.
+  prometheus::Family<prometheus::Counter>* rpcs_;
+  prometheus::Family<prometheus::Histogram>* queue_seconds_;
+  prometheus::Family<prometheus::Histogram>* copy_in_seconds_;
+  prometheus::Family<prometheus::Histogram>* compute_seconds_;
+  prometheus::Family<prometheus::Histogram>* copy_out_seconds_;
+  prometheus::Family<prometheus::Histogram>* total_seconds_;
+  prometheus::Family<prometheus::Histogram>* batch_rows_;
+  prometheus::Family<prometheus::Histogram>* batch_requests_;
+  prometheus::Family<prometheus::Counter>* dropped_;
+  prometheus::Family<prometheus::Gauge>* pool_in_use_;
+  prometheus::Family<prometheus::Gauge>* pool_capacity_;
+  prometheus::Family<prometheus::Gauge>* kernel_info_;
+  prometheus::Gauge* queue_depth_;
+  prometheus::Gauge* resident_count_;
+  prometheus::Gauge* resident_bytes_;
+
+  // Caches so the hot path does a hash lookup under one short lock rather than the families'
+  // label-set hashing.
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<int, DeviceHistograms> histograms_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::pair<std::string, int>, prometheus::Counter*> rpc_counters_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, prometheus::Gauge*> kernel_gauges_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int, std::string> kernel_names_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gemm::core

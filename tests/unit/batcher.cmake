@@ -1,0 +1,8 @@
+# Unit tests of the dynamic batcher and the Prometheus metrics (no GPU, no network but loopback).
+add_executable(batcher_test ${CMAKE_CURRENT_LIST_DIR}/batcher_test.cc)
+target_link_libraries(batcher_test PRIVATE gemm_core GTest::gtest_main)
+gtest_discover_tests(batcher_test DISCOVERY_MODE PRE_TEST)
+
+add_executable(metrics_test ${CMAKE_CURRENT_LIST_DIR}/metrics_test.cc)
+target_link_libraries(metrics_test PRIVATE gemm_core GTest::gtest_main)
+gtest_discover_tests(metrics_test DISCOVERY_MODE PRE_TEST)
