@@ -25,12 +25,22 @@ readonly FLAG_MAP=(
   GEMM_MAX_QUEUE_DELAY_US:max_queue_delay_us
   GEMM_MAX_BATCH_ROWS:max_batch_rows
   GEMM_QUEUE_CAPACITY:queue_capacity
+  GEMM_MAX_PROBLEMS:max_problems
+  GEMM_MAX_RESIDENT_BYTES:max_resident_bytes
+  GEMM_BATCHING:batching
+  GEMM_CPU_WORKERS:cpu_workers
   GEMM_POOL_CAP_BYTES:pool_cap_bytes
+  GEMM_STAGING_BYTES:staging_bytes
+  GEMM_STREAMS_PER_DEVICE:streams_per_device
+  GEMM_REPLICATE_RESIDENT:replicate_resident
+  GEMM_SELF_TEST:self_test
 )
-# Flags whose value must be a non-negative integer (a typo fails here, before the GPU is touched).
+# Values checked here, so a typo fails before the GPU is touched.
 readonly NUMERIC_VARS=" GEMM_PORT GEMM_METRICS_PORT GEMM_DRAIN_TIMEOUT_S GEMM_MAX_DIM \
 GEMM_MAX_REQUEST_BYTES GEMM_MAX_MESSAGE_BYTES GEMM_MAX_QUEUE_DELAY_US GEMM_MAX_BATCH_ROWS \
-GEMM_QUEUE_CAPACITY GEMM_POOL_CAP_BYTES "
+GEMM_QUEUE_CAPACITY GEMM_MAX_PROBLEMS GEMM_MAX_RESIDENT_BYTES GEMM_CPU_WORKERS \
+GEMM_POOL_CAP_BYTES GEMM_STAGING_BYTES GEMM_STREAMS_PER_DEVICE "
+readonly BOOL_VARS=" GEMM_BATCHING GEMM_REPLICATE_RESIDENT GEMM_SELF_TEST "
 
 server="${GEMM_SERVER_BIN:-/opt/gemm/bin/gemm_server}"
 
@@ -47,6 +57,10 @@ for entry in "${FLAG_MAP[@]}"; do
   [[ -n "$value" ]] || continue
   if [[ "$NUMERIC_VARS" == *" $var "* && ! "$value" =~ ^[0-9]+$ ]]; then
     echo "entrypoint: $var must be a non-negative integer, got '$value'" >&2
+    exit 64
+  fi
+  if [[ "$BOOL_VARS" == *" $var "* && ! "$value" =~ ^(true|false)$ ]]; then
+    echo "entrypoint: $var must be true or false, got '$value'" >&2
     exit 64
   fi
   args+=("--${flag}=${value}")

@@ -351,13 +351,23 @@ def check_entrypoint(res, repo, flags):
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("GEMM_")}
         base_env["GEMM_SERVER_BIN"] = fake
 
+        # A value of the flag's own type (from its default), distinct per variable.
+        def sample(i, flag):
+            default = flags.get(flag, "")
+            if default in ("true", "false"):
+                return "false" if default == "true" else "true"
+            if re.fullmatch(r"-?\d+", default):
+                return str(1000 + i)
+            return f"value{i}"
+
         env = dict(base_env)
-        for i, (var, _) in enumerate(mapping):
-            env[var] = str(1000 + i)
+        want = []
+        for i, (var, flag) in enumerate(mapping):
+            env[var] = sample(i, flag)
+            want.append(f"--{flag}={env[var]}")
         env["GEMM_EXTRA_ARGS"] = "--x=1   --y=2"
         proc = subprocess.run([bash, path, "--z=3"], env=env, capture_output=True, text=True,
                               timeout=30, check=False)
-        want = [f"--{flag}={1000 + i}" for i, (_, flag) in enumerate(mapping)]
         want += ["--x=1", "--y=2", "--z=3"]
         res.check(proc.returncode == 0 and proc.stdout.split("\n")[:-1] == want,
                   "entrypoint: every variable becomes its flag, then GEMM_EXTRA_ARGS, then args",
@@ -369,11 +379,13 @@ def check_entrypoint(res, repo, flags):
                   "entrypoint: no variables set passes no flags (server defaults apply)",
                   f"rc={proc.returncode} out={proc.stdout!r}")
 
-        env = dict(base_env, GEMM_PORT="50051x")
-        proc = subprocess.run([bash, path], env=env, capture_output=True, text=True, timeout=30,
-                              check=False)
-        res.check(proc.returncode != 0 and "GEMM_PORT" in proc.stderr,
-                  "entrypoint: a non-numeric GEMM_PORT is rejected", f"rc={proc.returncode}")
+        for var, bad in (("GEMM_PORT", "50051x"), ("GEMM_SELF_TEST", "yes")):
+            if var not in dict(mapping):
+                continue
+            proc = subprocess.run([bash, path], env=dict(base_env, **{var: bad}),
+                                  capture_output=True, text=True, timeout=30, check=False)
+            res.check(proc.returncode != 0 and var in proc.stderr,
+                      f"entrypoint: {var}={bad} is rejected", f"rc={proc.returncode}")
 
         proc = subprocess.run([bash, path, "echo", "other command"], env=base_env,
                               capture_output=True, text=True, timeout=30, check=False)
