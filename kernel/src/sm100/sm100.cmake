@@ -1,3 +1,21 @@
-# SM100 kernel sources (placeholder until the sm100 kernel lands: every call is UNIMPLEMENTED,
-# so the dispatch falls back to cuBLASLt).
-target_sources(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/sm100_unimplemented.cc)
+# SM100 (GB200/B200) 2-SM persistent tcgen05 kernel. Included from kernel/CMakeLists.txt.
+# Host entry points (plain C++) go into gemm_kernel directly. All SM100 device code lives in
+# sm100_launch.cu, compiled for sm_100a ONLY: CMake 3.25 has no per-source CUDA_ARCHITECTURES,
+# so it is an object library of its own whose objects are added to gemm_kernel. (Its kernel
+# bodies are also guarded on the sm_100a feature macros, so any other target compiles empty.)
+target_sources(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/sm100_gemm.cc)
+
+if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)  # CMake 3.25 lacks the CUDA20 dialect flag
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+endif()
+add_library(gemm_kernel_sm100_device OBJECT ${CMAKE_CURRENT_LIST_DIR}/sm100_launch.cu)
+target_include_directories(gemm_kernel_sm100_device PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..
+                                                            ${CMAKE_CURRENT_LIST_DIR}/../../include)
+target_link_libraries(gemm_kernel_sm100_device PRIVATE CUDA::cudart CUDA::cuda_driver)
+set_target_properties(gemm_kernel_sm100_device PROPERTIES CUDA_ARCHITECTURES 100a
+                                                          CUDA_SEPARABLE_COMPILATION OFF
+                                                          POSITION_INDEPENDENT_CODE ON)
+target_compile_options(gemm_kernel_sm100_device PRIVATE
+                       $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo>)
+target_sources(gemm_kernel PRIVATE $<TARGET_OBJECTS:gemm_kernel_sm100_device>)

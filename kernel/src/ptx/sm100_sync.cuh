@@ -1,0 +1,88 @@
+// Inline-PTX wrappers for the SM100 kernel's synchronization: mbarrier (local and remote in the
+// 2-CTA cluster), cluster barrier, cluster rank, mapa and the proxy fences. Device code only.
+// Kept apart from the SM90 engineer's ptx/mbarrier.cuh so the two kernels evolve independently.
+#pragma once
+
+#include <cstdint>
+
+namespace gemm::kernel::ptx {
+
+#if defined(__CUDA_ARCH__)
+
+// Shared-window address of a generic pointer into this CTA's shared memory.
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// This CTA's rank in its cluster.
+__device__ __forceinline__ uint32_t ClusterCtaRank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+// Address of the same shared offset in CTA `rank` of the cluster (shared::cluster window).
+__device__ __forceinline__ uint32_t MapaShared(uint32_t smem_addr, uint32_t rank) {
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(smem_addr), "r"(rank));
+  return out;
+}
+
+// All threads of all CTAs of the cluster (each warp converged): release/acquire barrier.
+__device__ __forceinline__ void ClusterSync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+
+__device__ __forceinline__ void MbarrierInit(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+// Makes mbarrier inits visible to the async proxy and to the peer CTA.
+__device__ __forceinline__ void FenceMbarrierInit() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// Spins until the phase of parity `parity` of the local mbarrier `bar` has completed
+// (cluster-scope acquire: arrivals may come from the peer CTA).
+__device__ __forceinline__ void MbarrierWait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n\t"
+      "WAIT_%=:\n\t"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra WAIT_%=;\n\t}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+
+// Arrive + expect `bytes` of async transactions on a barrier in any CTA of the cluster
+// (`cluster_bar` from MapaShared).
+__device__ __forceinline__ void MbarrierArriveExpectTxCluster(uint32_t cluster_bar,
+                                                              uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], %1;" ::"r"(
+                   cluster_bar),
+               "r"(bytes)
+               : "memory");
+}
+
+// Arrive + expect `bytes` on a local barrier.
+__device__ __forceinline__ void MbarrierArriveExpectTx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+               "r"(bytes)
+               : "memory");
+}
+
+// Plain arrive on a barrier in any CTA of the cluster.
+__device__ __forceinline__ void MbarrierArriveCluster(uint32_t cluster_bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar)
+               : "memory");
+}
+
+// Makes this thread's generic-proxy shared-memory writes visible to the async proxy (TMA store).
+__device__ __forceinline__ void FenceProxyAsyncShared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+#endif  // __CUDA_ARCH__
+
+}  // namespace gemm::kernel::ptx

@@ -1,0 +1,310 @@
+// Host entry points of the SM100 kernel (sm100_gemm.h): picks the variant (wide 256x256 tiles or
+// the small-M swap-AB kernel), encodes the TMA tensor maps, sizes the persistent grid from the
+// device and launches through sm100_launch.cu. Host C++ only (CUDA driver/runtime API, absl).
+#include "sm100/sm100_gemm.h"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "cuda_status.h"
+#include "sm100/sm100_config.h"
+#include "sm100/sm100_params.h"
+#include "sm100/sm100_scheduler.h"
+
+namespace gemm::kernel::sm100 {
+namespace {
+
+// M at or below which the swap-AB kernel runs (B fills the MMA's 256-row M slot).
+constexpr int64_t kSmallM = 128;
+
+// Device facts the launch needs, read at run time (seed 000's "192 SMs" is wrong: GB200 has 148).
+struct DeviceInfo {
+  int sm_count = 0;
+  int smem_optin = 0;
+};
+
+absl::StatusOr<DeviceInfo> QueryDevice() {
+  int dev = 0;
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&dev), "cudaGetDevice"));
+  int major = 0, minor = 0;
+  DeviceInfo info;
+  GEMM_RETURN_IF_ERROR(CudaStatus(
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "cc major"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), "cc minor"));
+  if (major != 10 || minor != 0) {
+    // sm_100a code runs on compute capability 10.0 only ("a" targets are not forward compatible).
+    return absl::FailedPreconditionError(
+        absl::StrCat("sm100 kernel needs compute capability 10.0, device has ", major, ".", minor));
+  }
+  GEMM_RETURN_IF_ERROR(CudaStatus(
+      cudaDeviceGetAttribute(&info.sm_count, cudaDevAttrMultiProcessorCount, dev), "SM count"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(
+      cudaDeviceGetAttribute(&info.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+      "smem opt-in"));
+  return info;
+}
+
+// Rank-3 tiled tensor map over a row-major [batch][outer][inner] bf16/f32 array.
+struct MapSpec {
+  const void* ptr = nullptr;
+  uint64_t inner = 0, outer = 0, batch = 1;
+  uint64_t pitch_bytes = 0, batch_stride_bytes = 0;
+  uint32_t box_inner = 0, box_outer = 0;
+  CUtensorMapDataType dtype = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+  CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+};
+
+absl::StatusOr<CUtensorMap> Encode(const MapSpec& s) {
+  CUtensorMap map;
+  const cuuint64_t dims[3] = {s.inner, s.outer, s.batch};
+  // A single entry still needs a valid batch stride: use the whole matrix.
+  const uint64_t batch_stride = s.batch > 1 ? s.batch_stride_bytes : s.pitch_bytes * s.outer;
+  const cuuint64_t strides[2] = {s.pitch_bytes, batch_stride};
+  const cuuint32_t box[3] = {s.box_inner, s.box_outer, 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  GEMM_RETURN_IF_ERROR(
+      CuStatus(cuTensorMapEncodeTiled(&map, s.dtype, 3, const_cast<void*>(s.ptr), dims, strides,
+                                      box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, s.swizzle,
+                                      s.l2, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+               "cuTensorMapEncodeTiled"));
+  return map;
+}
+
+// Per-entry strides in elements of a strided batch (0 for a single problem).
+struct BatchStrides {
+  int64_t batch = 1;
+  int64_t a = 0, b = 0, c = 0, d = 0;
+};
+
+// Builds the X/Y/C/D maps of `p` for the variant `key` (shape must match ProblemShape's X/Y).
+absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
+                                      const VariantKey& key) {
+  const uint64_t batch = static_cast<uint64_t>(bs.batch);
+  const int x_rows_box = 128;                     // per-CTA X rows
+  const int y_rows_box = key.swap_ab ? 64 : 128;  // per-CTA Y rows (kUmmaN / 2)
+  // A: [M, K] row-major, always K-major.
+  MapSpec a{.ptr = p.a,
+            .inner = static_cast<uint64_t>(p.k),
+            .outer = static_cast<uint64_t>(p.m),
+            .batch = batch,
+            .pitch_bytes = static_cast<uint64_t>(p.lda) * 2,
+            .batch_stride_bytes = static_cast<uint64_t>(bs.a) * 2,
+            .box_inner = 64,
+            .box_outer = static_cast<uint32_t>(key.swap_ab ? y_rows_box : x_rows_box)};
+  // B: [N, K] (K-major) or [K, N] (MN-major: boxes of 64 N x 64 K).
+  const bool b_mn = p.b_layout == BLayout::kKN;
+  MapSpec b{.ptr = p.b,
+            .batch = batch,
+            .pitch_bytes = static_cast<uint64_t>(p.ldb) * 2,
+            .batch_stride_bytes = static_cast<uint64_t>(bs.b) * 2,
+            .box_inner = 64};
+  if (b_mn) {
+    b.inner = static_cast<uint64_t>(p.n);
+    b.outer = static_cast<uint64_t>(p.k);
+    b.box_outer = 64;
+  } else {
+    b.inner = static_cast<uint64_t>(p.k);
+    b.outer = static_cast<uint64_t>(p.n);
+    b.box_outer = static_cast<uint32_t>(key.swap_ab ? x_rows_box : y_rows_box);
+  }
+  // D (and C): [M, N] row-major. Wide kernel: 32 rows x 128 bytes, 128B-swizzled.
+  // Swap-AB: 32 N x 32 M, no swizzle.
+  const uint64_t es = DTypeSize(p.d_dtype);
+  const CUtensorMapDataType out_type = p.d_dtype == DType::kFP32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
+                                                                 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  MapSpec d{.ptr = p.d,
+            .inner = static_cast<uint64_t>(p.n),
+            .outer = static_cast<uint64_t>(p.m),
+            .batch = batch,
+            .pitch_bytes = static_cast<uint64_t>(p.ldd) * es,
+            .batch_stride_bytes = static_cast<uint64_t>(bs.d) * es,
+            .box_inner = static_cast<uint32_t>(key.swap_ab ? 32 : 128 / es),
+            .box_outer = 32,
+            .dtype = out_type,
+            .swizzle = key.swap_ab ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
+            .l2 = CU_TENSOR_MAP_L2_PROMOTION_NONE};
+  MapSpec c = d;
+  if (p.beta != 0.0f && p.c != nullptr) {
+    c.ptr = p.c;
+    c.pitch_bytes = static_cast<uint64_t>(p.ldc) * es;
+    c.batch_stride_bytes = static_cast<uint64_t>(bs.c) * es;
+    c.l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  }
+  ProblemMaps maps;
+  absl::StatusOr<CUtensorMap> m = Encode(key.swap_ab ? b : a);
+  if (!m.ok()) return m.status();
+  maps.x = *m;
+  m = Encode(key.swap_ab ? a : b);
+  if (!m.ok()) return m.status();
+  maps.y = *m;
+  m = Encode(c);
+  if (!m.ok()) return m.status();
+  maps.c = *m;
+  m = Encode(d);
+  if (!m.ok()) return m.status();
+  maps.d = *m;
+  return maps;
+}
+
+ProblemShape ShapeOf(const Problem& p, bool swap_ab) {
+  ProblemShape s;
+  s.rows_x = static_cast<int32_t>(swap_ab ? p.n : p.m);
+  s.rows_y = static_cast<int32_t>(swap_ab ? p.m : p.n);
+  s.k = static_cast<int32_t>(p.k);
+  s.alpha = p.alpha;
+  // C is read only when beta != 0 and a C pointer exists.
+  s.beta = p.c != nullptr ? p.beta : 0.0f;
+  return s;
+}
+
+VariantKey KeyOf(const Problem& p, bool swap_ab) {
+  VariantKey key;
+  key.swap_ab = swap_ab;
+  key.x_mn_major = swap_ab && p.b_layout == BLayout::kKN;
+  key.y_mn_major = !swap_ab && p.b_layout == BLayout::kKN;
+  key.out_f32 = p.d_dtype == DType::kFP32;
+  return key;
+}
+
+// Persistent grid: one 2-CTA cluster per co-resident pair of SMs, never more than the tiles.
+absl::StatusOr<int> NumClusters(const VariantKey& key, const DeviceInfo& dev, int64_t tiles) {
+  if (SmemBytes(key) > static_cast<uint32_t>(dev.smem_optin)) {
+    return absl::FailedPreconditionError(absl::StrCat("sm100 kernel needs ", SmemBytes(key),
+                                                      " B of shared memory, device allows ",
+                                                      dev.smem_optin));
+  }
+  int clusters = MaxActiveClusters(key);
+  if (clusters <= 0) clusters = dev.sm_count / 2;
+  if (clusters <= 0) return absl::FailedPreconditionError("no SMs for the sm100 kernel");
+  return static_cast<int>(std::min<int64_t>(clusters, std::max<int64_t>(tiles, 1)));
+}
+
+template <int kUmmaN>
+using Sched = TileScheduler<256, kUmmaN, 64>;
+
+absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t stream,
+                         const DeviceInfo& dev) {
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || bs.batch > INT32_MAX) {
+    return absl::InvalidArgumentError("sm100 kernel: dimension over 2^31");
+  }
+  const bool swap_ab = p.m <= kSmallM;
+  const VariantKey key = KeyOf(p, swap_ab);
+  absl::StatusOr<ProblemMaps> maps = BuildMaps(p, bs, key);
+  if (!maps.ok()) return maps.status();
+  KernelParams params{};
+  params.maps = *maps;
+  params.shape = ShapeOf(p, swap_ab);
+  params.group_maps = nullptr;
+  params.group_shapes = nullptr;
+  params.num_problems = static_cast<int32_t>(bs.batch);
+  params.group_x = kGroupX;
+  const int64_t tiles = swap_ab ? Sched<128>::TotalTiles(&params.shape, params.num_problems, true)
+                                : Sched<256>::TotalTiles(&params.shape, params.num_problems, true);
+  absl::StatusOr<int> clusters = NumClusters(key, dev, tiles);
+  if (!clusters.ok()) return clusters.status();
+  return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, *clusters, stream)),
+                    "sm100 kernel launch");
+}
+
+// A batch stride TMA can express: a positive multiple of 16 bytes.
+bool TmaStride(int64_t stride_elems, std::size_t elem_bytes) {
+  const int64_t bytes = stride_elems * static_cast<int64_t>(elem_bytes);
+  return bytes > 0 && bytes % 16 == 0;
+}
+
+constexpr std::size_t kGroupAlign = 128;
+
+std::size_t GroupMapsBytes(std::size_t n) {
+  return (n * sizeof(ProblemMaps) + kGroupAlign - 1) / kGroupAlign * kGroupAlign;
+}
+
+}  // namespace
+
+absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions&) {
+  absl::StatusOr<DeviceInfo> dev = QueryDevice();
+  if (!dev.ok()) return dev.status();
+  const Problem& p = args.problem;
+  const std::size_t es = DTypeSize(p.d_dtype);
+  const bool needs_c = p.beta != 0.0f && p.c != nullptr;
+  const bool one_launch =
+      args.batch == 1 ||
+      (TmaStride(args.stride_a, 2) && TmaStride(args.stride_b, 2) && TmaStride(args.stride_d, es) &&
+       (!needs_c || TmaStride(args.stride_c, es)));
+  if (one_launch) {
+    BatchStrides bs{args.batch, args.stride_a, args.stride_b, args.stride_c, args.stride_d};
+    return LaunchBatch(p, bs, stream, *dev);
+  }
+  // Strides TMA cannot express (e.g. a broadcast operand with stride 0): one launch per entry.
+  for (int64_t i = 0; i < args.batch; ++i) {
+    Problem e = p;
+    e.a = static_cast<const uint16_t*>(p.a) + i * args.stride_a;
+    e.b = static_cast<const uint16_t*>(p.b) + i * args.stride_b;
+    if (p.c != nullptr) e.c = static_cast<const char*>(p.c) + i * args.stride_c * es;
+    e.d = static_cast<char*>(p.d) + i * args.stride_d * es;
+    GEMM_RETURN_IF_ERROR(LaunchBatch(e, BatchStrides{}, stream, *dev));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
+                         const LaunchOptions& opts) {
+  if (group.empty()) return absl::OkStatus();
+  absl::StatusOr<DeviceInfo> dev = QueryDevice();
+  if (!dev.ok()) return dev.status();
+  const std::size_t need = WorkspaceBytes(group);
+  if (opts.workspace == nullptr || opts.workspace_bytes < need ||
+      reinterpret_cast<uintptr_t>(opts.workspace) % kGroupAlign != 0) {
+    // No (usable) workspace for the descriptors: one launch per problem, still correct.
+    for (const Problem& p : group)
+      GEMM_RETURN_IF_ERROR(LaunchBatch(p, BatchStrides{}, stream, *dev));
+    return absl::OkStatus();
+  }
+  // The grouped launch uses the wide kernel for every problem (b_layout and d_dtype are shared).
+  const VariantKey key = KeyOf(group[0], /*swap_ab=*/false);
+  std::vector<uint8_t> host(need, 0);
+  auto* maps = reinterpret_cast<ProblemMaps*>(host.data());
+  auto* shapes = reinterpret_cast<ProblemShape*>(host.data() + GroupMapsBytes(group.size()));
+  for (std::size_t i = 0; i < group.size(); ++i) {
+    if (group[i].m > INT32_MAX || group[i].n > INT32_MAX || group[i].k > INT32_MAX) {
+      return absl::InvalidArgumentError("sm100 kernel: dimension over 2^31");
+    }
+    absl::StatusOr<ProblemMaps> m = BuildMaps(group[i], BatchStrides{}, key);
+    if (!m.ok()) return m.status();
+    maps[i] = *m;
+    shapes[i] = ShapeOf(group[i], false);
+  }
+  // NOTE: pageable source: the copy is staged before cudaMemcpyAsync returns, so `host` may go.
+  GEMM_RETURN_IF_ERROR(
+      CudaStatus(cudaMemcpyAsync(opts.workspace, host.data(), need, cudaMemcpyHostToDevice, stream),
+                 "copy group descriptors"));
+  KernelParams params{};
+  params.maps = maps[0];  // unused by the grouped path; any valid maps
+  params.group_maps = static_cast<const ProblemMaps*>(opts.workspace);
+  params.group_shapes = reinterpret_cast<const ProblemShape*>(
+      static_cast<const uint8_t*>(opts.workspace) + GroupMapsBytes(group.size()));
+  params.num_problems = static_cast<int32_t>(group.size());
+  params.group_x = kGroupX;
+  const int64_t tiles = Sched<256>::TotalTiles(shapes, params.num_problems, false);
+  absl::StatusOr<int> clusters = NumClusters(key, *dev, tiles);
+  if (!clusters.ok()) return clusters.status();
+  return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, *clusters, stream)),
+                    "sm100 grouped kernel launch");
+}
+
+std::size_t WorkspaceBytes(const StridedBatch&) { return 0; }
+
+std::size_t WorkspaceBytes(std::span<const Problem> group) {
+  if (group.empty()) return 0;
+  return GroupMapsBytes(group.size()) + group.size() * sizeof(ProblemShape);
+}
+
+}  // namespace gemm::kernel::sm100

@@ -1,0 +1,97 @@
+// Host launch of the SM100 kernel variants (the only translation unit with device code of the
+// SM100 kernel; compiled for sm_100a only). Explicitly instantiates the shipped variants:
+// wide 256x256 tiles (B as [N,K] or [K,N]) and the small-M swap-AB 256x128 tiles, each with
+// BF16 or FP32 output. Knows nothing of absl, gRPC or protobuf.
+#include <cuda_runtime.h>
+
+#include "sm100/sm100_kernel.cuh"
+#include "sm100/sm100_params.h"
+
+namespace gemm::kernel::sm100 {
+namespace {
+
+using WideBf16 = KernelConfig<256, false, false>;
+using WideF32 = KernelConfig<256, false, true>;
+using SwapBf16 = KernelConfig<128, true, false>;
+using SwapF32 = KernelConfig<128, true, true>;
+
+// Names one compiled variant: config, X MN-major, Y MN-major.
+template <class Cfg, bool kXMn, bool kYMn>
+struct Variant {};
+
+// Calls f(Variant<Cfg, kXMn, kYMn>{}) for the variant `key` names.
+template <class F>
+int WithVariant(const VariantKey& key, F&& f) {
+  if (key.swap_ab) {
+    // X = B (MN-major when B is [K,N]), Y = A (always K-major).
+    if (key.out_f32) {
+      return key.x_mn_major ? f(Variant<SwapF32, true, false>{})
+                            : f(Variant<SwapF32, false, false>{});
+    }
+    return key.x_mn_major ? f(Variant<SwapBf16, true, false>{})
+                          : f(Variant<SwapBf16, false, false>{});
+  }
+  // X = A (K-major), Y = B (MN-major when B is [K,N]).
+  if (key.out_f32) {
+    return key.y_mn_major ? f(Variant<WideF32, false, true>{})
+                          : f(Variant<WideF32, false, false>{});
+  }
+  return key.y_mn_major ? f(Variant<WideBf16, false, true>{})
+                        : f(Variant<WideBf16, false, false>{});
+}
+
+void FillLaunchConfig(cudaLaunchConfig_t* cfg, cudaLaunchAttribute* attr, int num_clusters,
+                      uint32_t smem_bytes, cudaStream_t stream) {
+  *cfg = {};
+  cfg->gridDim = dim3(2 * num_clusters, 1, 1);
+  cfg->blockDim = dim3(kNumThreads, 1, 1);
+  cfg->dynamicSmemBytes = smem_bytes;
+  cfg->stream = stream;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = 2;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cfg->attrs = attr;
+  cfg->numAttrs = 1;
+}
+
+}  // namespace
+
+uint32_t SmemBytes(const VariantKey& key) {
+  return static_cast<uint32_t>(
+      WithVariant(key, []<class Cfg, bool kX, bool kY>(Variant<Cfg, kX, kY>) -> int {
+        return static_cast<int>(Cfg::kSmemBytes);
+      }));
+}
+
+int LaunchVariant(const VariantKey& key, const KernelParams& params, int num_clusters,
+                  CUstream_st* stream) {
+  return WithVariant(key, [&]<class Cfg, bool kXMn, bool kYMn>(Variant<Cfg, kXMn, kYMn>) -> int {
+    auto* kernel = &GemmKernel<Cfg, kXMn, kYMn>;
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(Cfg::kSmemBytes));
+    if (err != cudaSuccess) return static_cast<int>(err);
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    FillLaunchConfig(&cfg, &attr, num_clusters, Cfg::kSmemBytes, stream);
+    return static_cast<int>(cudaLaunchKernelEx(&cfg, kernel, params));
+  });
+}
+
+int MaxActiveClusters(const VariantKey& key) {
+  return WithVariant(key, [&]<class Cfg, bool kXMn, bool kYMn>(Variant<Cfg, kXMn, kYMn>) -> int {
+    auto* kernel = &GemmKernel<Cfg, kXMn, kYMn>;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(Cfg::kSmemBytes)) != cudaSuccess) {
+      return 0;
+    }
+    cudaLaunchConfig_t cfg;
+    cudaLaunchAttribute attr;
+    FillLaunchConfig(&cfg, &attr, 1, Cfg::kSmemBytes, nullptr);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) return 0;
+    return clusters;
+  });
+}
+
+}  // namespace gemm::kernel::sm100

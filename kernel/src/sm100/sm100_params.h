@@ -1,0 +1,52 @@
+// Launch parameters of the SM100 kernel, shared by the host launcher (sm100_gemm.cc) and the
+// device code (sm100_kernel.cuh). Only the driver API's CUtensorMap type; no runtime headers.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "sm100/sm100_scheduler.h"
+
+namespace gemm::kernel::sm100 {
+
+// Tensor maps of one problem: X / Y operands (see ProblemShape), C (read when beta != 0) and D.
+// All rank 3 (inner, outer, batch).
+struct ProblemMaps {
+  CUtensorMap x;
+  CUtensorMap y;
+  CUtensorMap c;
+  CUtensorMap d;
+};
+
+// Kernel parameters (passed as __grid_constant__).
+struct KernelParams {
+  ProblemMaps maps;                  // strided batch: the maps (batch = third dimension)
+  ProblemShape shape;                // strided batch: the shape shared by all entries
+  const ProblemMaps* group_maps;     // group: per-problem maps in device memory, else null
+  const ProblemShape* group_shapes;  // group: per-problem shapes in device memory, else null
+  int32_t num_problems;              // batch count, or group size
+  int32_t group_x;                   // grouped-L2 width in cluster tiles
+};
+
+// Which compiled variant to launch.
+struct VariantKey {
+  bool swap_ab = false;     // small-M kernel: B in the MMA's M slot
+  bool x_mn_major = false;  // X operand is MN-major in global memory (B as [K,N] when swapped)
+  bool y_mn_major = false;  // Y operand is MN-major (B as [K,N] when not swapped)
+  bool out_f32 = false;
+};
+
+// Shared memory bytes the variant needs.
+uint32_t SmemBytes(const VariantKey& key);
+
+// Launches the variant as `num_clusters` 2-CTA clusters on `stream`; returns the CUDA runtime
+// error code (0 = success) as an int, so this header needs no runtime include.
+int LaunchVariant(const VariantKey& key, const KernelParams& params, int num_clusters,
+                  CUstream_st* stream);
+
+// Number of 2-CTA clusters of the variant that can be co-resident on the current device (0 when
+// it cannot be queried).
+int MaxActiveClusters(const VariantKey& key);
+
+}  // namespace gemm::kernel::sm100
