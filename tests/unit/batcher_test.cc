@@ -324,6 +324,30 @@ TEST_F(BatcherTest, WaitingNextWakesAtDeadlineAndAnswersExpiredItems) {
   EXPECT_FALSE(f.get().has_value());
 }
 
+TEST_F(BatcherTest, IdleCallerDoesNotSpin) {
+  Make();
+  auto on1 = std::make_shared<TestMatrix>(std::vector<int>{1});
+  auto item = Item(16, on1, Priority::kNormal, clock_.Now() + absl::Microseconds(10));
+  SubmitOk(item);
+  auto f = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  const int64_t calls = clock_.WaitCalls();
+  absl::SleepFor(absl::Milliseconds(30));
+  EXPECT_EQ(clock_.WaitCalls(), calls);
+  // At the deadline itself the item is not expired yet, and the caller stays asleep.
+  clock_.Advance(absl::Microseconds(10));
+  absl::SleepFor(absl::Milliseconds(30));
+  EXPECT_EQ(OutcomeOf(item).calls(), 0);
+  EXPECT_LE(clock_.WaitCalls(), calls + 1);
+  clock_.Advance(absl::Microseconds(1));
+  for (int i = 0; i < 1000 && OutcomeOf(item).calls() == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(OutcomeOf(item).code(), absl::StatusCode::kDeadlineExceeded);
+  batcher_->Shutdown();
+  EXPECT_FALSE(f.get().has_value());
+}
+
 TEST_F(BatcherTest, CoalescedBatchReleasedByMemberDeadline) {
   Make();
   // The batch would wait 200us for company, but a member's deadline is in 50us.
