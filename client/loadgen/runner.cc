@@ -1,0 +1,792 @@
+// Load-generator engine: request templates, resident B registration, the dispatcher (closed and
+// open loop), unary and streaming calls through gRPC's callback API, measurement windows and the
+// stability rule, verification against a float64 reference, draining and cleanup.
+#include "client/loadgen/runner.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/bf16.h"
+#include "common/reference_gemm.h"
+#include "gemm/v1/gemm_service.grpc.pb.h"
+#include "gemm/v1/gemm_service.pb.h"
+
+namespace gemm::loadgen {
+namespace {
+
+namespace v1 = ::gemm::v1;
+using Clock = std::chrono::steady_clock;
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+Clock::time_point FromNs(int64_t ns) {
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
+}
+
+// Operands of one shape and what verification needs.
+struct ShapeData {
+  ShapeSpec spec;
+  std::string a;  // BF16 [M,K]
+  std::string b;  // BF16 [K,N] or [N,K]
+  int64_t request_bytes = 0;
+  int64_t response_bytes = 0;
+  // Verification: output positions (row-major index), their float64 reference, and the sum of
+  // |a_ik * b_kj| there (the scale of the accumulation's rounding error).
+  std::vector<int64_t> positions;
+  std::vector<double> ref;
+  std::vector<double> abs_dot;
+};
+
+float Bf16At(const std::string& bytes, int64_t index) {
+  uint16_t h;
+  std::memcpy(&h, bytes.data() + 2 * index, 2);
+  return Bf16ToFloat(h);
+}
+
+constexpr int kMaxMismatchLogs = 5;
+
+}  // namespace
+
+class Runner::Impl {
+ public:
+  // One request in flight.
+  struct Call {
+    int endpoint = 0;
+    int shape = 0;
+    int64_t intended_ns = 0;
+    bool verify = false;
+    std::unique_ptr<grpc::ClientContext> ctx;  // unary only
+    v1::GemmResponse resp;                     // unary only
+    std::string id;                            // streaming only
+  };
+  class Stream;
+
+  Impl(const RunnerOptions& options, std::vector<Target> targets)
+      : options_(options), targets_(std::move(targets)), rng_(options.seed) {}
+  ~Impl();
+
+  absl::Status Init();
+  PointResult RunPoint(double level, int index, int total);
+  void Finish(double timeout_s);
+  int64_t issued() const { return issued_.load(); }
+
+  // Records the outcome of `c` and deletes it. `resp` is the response (may carry a stream error).
+  void Complete(Call* c, const grpc::Status& status, const v1::GemmResponse* resp);
+
+ private:
+  int TemplateGroup(int endpoint) const {
+    return options_.workload.b_source == BSource::kResident ? endpoints_[endpoint].target_index : 0;
+  }
+  absl::StatusOr<std::string> RegisterB(int target, const ShapeData& s);
+  void PrepareVerification(ShapeData& s);
+  bool Verify(const ShapeData& s, const v1::GemmResponse& resp, std::string* why) const;
+  void DispatchLoop(double level);
+  void Issue(int64_t intended_ns);
+  WindowStats TakeWindow();
+  // Sleeps `seconds` (interruptible by `stop`), refreshing the progress line. False if stopped.
+  bool WaitFor(double seconds, const std::string& label, const std::string& phase);
+  bool Stopped() const { return options_.stop != nullptr && options_.stop->load(); }
+  bool IsStable(const PointResult& r) const;
+  double LatencyMetricMs(const Histogram& h) const {
+    return (options_.stability_percentile > 0 ? h.Percentile(options_.stability_percentile)
+                                              : h.mean()) /
+           1e6;
+  }
+
+  // One channel of one target.
+  struct Endpoint {
+    int target_index = 0;
+    v1::GemmService::Stub* stub = nullptr;  // owned by the target's GemmClient
+  };
+
+  RunnerOptions options_;
+  std::vector<Target> targets_;
+  std::vector<Endpoint> endpoints_;
+  std::vector<ShapeData> shapes_;
+  std::discrete_distribution<int> shape_pick_;
+  // Request templates [group][shape]; group = target index for resident B, else 0.
+  std::vector<std::vector<v1::GemmRequest>> templates_;
+  // Resident handles registered: (target index, handle).
+  std::vector<std::pair<int, std::string>> handles_;
+
+  // Dispatcher-thread state.
+  std::mt19937_64 rng_;
+  uint64_t next_id_ = 0;
+  uint64_t round_robin_ = 0;
+  std::vector<Stream*> streams_;         // live stream per slot (streaming only)
+  std::vector<int64_t> stream_opened_ns_;
+  std::vector<std::unique_ptr<Stream>> all_streams_;  // every stream ever opened (kept until ~Impl)
+
+  std::mutex dispatch_mu_;
+  std::condition_variable dispatch_cv_;
+  bool stop_dispatch_ = false;  // guarded by dispatch_mu_
+  std::atomic<int64_t> outstanding_{0};
+  std::atomic<int64_t> issued_{0};
+  std::atomic<int64_t> failures_{0};
+
+  std::mutex live_mu_;
+  std::unordered_set<Call*> live_;  // unary calls in flight, for cancellation
+
+  std::mutex stats_mu_;
+  WindowStats current_;  // guarded by stats_mu_
+  int64_t window_start_ns_ = 0;
+  std::atomic<int> mismatch_logs_{0};
+  bool finished_ = false;
+};
+
+// One GemmStream. Writes are serialized (one StartWrite at a time) from a queue; responses are
+// matched to calls by request_id. A hold keeps OnDone away while the dispatcher may still write.
+class Runner::Impl::Stream : public grpc::ClientBidiReactor<v1::GemmRequest, v1::GemmResponse> {
+ public:
+  Stream(Impl* impl, int endpoint) : impl_(impl), endpoint_(endpoint) {
+    const WorkloadSpec& w = impl->options_.workload;
+    wire_.set_priority(w.priority_high ? v1::PRIORITY_HIGH : v1::PRIORITY_NORMAL);
+    wire_.set_timeout_us(w.deadline_us);
+    wire_.set_kernel(w.kernel);
+    impl->endpoints_[endpoint].stub->async()->GemmStream(&ctx_, this);
+    AddHold();
+    StartRead(&read_);
+    StartCall();
+  }
+
+  // Queues `c` for sending; false when the stream is closed (the caller still owns `c`).
+  bool Send(Call* c) {
+    Item item{c->id, c->shape};
+    bool start = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (broken_ || done_ || closing_) return false;
+      pending_[c->id] = c;
+      queue_.push_back(item);
+      if (!writing_) writing_ = start = true;
+    }
+    if (start) Write(item);
+    return true;
+  }
+
+  // Half-closes the stream once queued writes are out.
+  void Close() {
+    bool writes_done = false, release = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      closing_ = true;
+      if (!writing_ && !broken_ && !writes_done_started_) writes_done_started_ = writes_done = true;
+      release = ReleaseHoldLocked();
+    }
+    if (writes_done) StartWritesDone();
+    if (release) RemoveHold();
+  }
+
+  // Cancels the stream (pending calls fail with CANCELLED).
+  void Cancel() { ctx_.TryCancel(); }
+
+  bool done() {
+    std::lock_guard<std::mutex> l(mu_);
+    return done_;
+  }
+  bool usable() {
+    std::lock_guard<std::mutex> l(mu_);
+    return !done_ && !broken_ && !closing_;
+  }
+  std::string final_message() {
+    std::lock_guard<std::mutex> l(mu_);
+    return final_message_;
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::optional<Item> next;
+    bool writes_done = false, release = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      wire_.unsafe_arena_release_problem();
+      queue_.pop_front();
+      if (!ok) {
+        broken_ = true;
+        queue_.clear();  // their calls stay in pending_ and fail in OnDone
+      }
+      if (!queue_.empty()) {
+        next = queue_.front();
+      } else {
+        writing_ = false;
+        if (closing_ && !broken_ && !writes_done_started_) writes_done_started_ = writes_done = true;
+      }
+      release = ReleaseHoldLocked();
+    }
+    if (next) Write(*next);
+    if (writes_done) StartWritesDone();
+    if (release) RemoveHold();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      bool release = false;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        broken_ = true;
+        release = ReleaseHoldLocked();
+      }
+      if (release) RemoveHold();
+      return;
+    }
+    Call* c = nullptr;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      auto it = pending_.find(read_.request_id());
+      if (it != pending_.end()) {
+        c = it->second;
+        pending_.erase(it);
+      }
+    }
+    if (c != nullptr) impl_->Complete(c, grpc::Status::OK, &read_);
+    StartRead(&read_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    std::unordered_map<std::string, Call*> pending;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      pending.swap(pending_);
+      final_message_ = status.ok() ? std::string("stream closed by the server")
+                                   : absl::StrCat(StatusCodeName(status.error_code()), ": ",
+                                                  status.error_message());
+    }
+    const grpc::Status fail =
+        status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed") : status;
+    for (auto& [id, c] : pending) impl_->Complete(c, fail, nullptr);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+  }
+
+  // Waits until OnDone ran; false on timeout.
+  bool WaitDone(Clock::time_point deadline) {
+    std::unique_lock<std::mutex> l(mu_);
+    return done_cv_.wait_until(l, deadline, [&] { return done_; });
+  }
+
+ private:
+  struct Item {
+    std::string id;
+    int shape;
+  };
+
+  // Only the thread that set writing_ calls this; wire_ is ours until OnWriteDone.
+  void Write(const Item& item) {
+    wire_.set_request_id(item.id);
+    const v1::GemmRequest& t = impl_->templates_[impl_->TemplateGroup(endpoint_)][item.shape];
+    // NOTE: splice the shared, read-only template Problem in instead of copying its operands;
+    // OnWriteDone takes it back out before the next write.
+    wire_.unsafe_arena_set_allocated_problem(const_cast<v1::Problem*>(&t.problem()));
+    StartWrite(&wire_);
+  }
+
+  bool ReleaseHoldLocked() {
+    if (!hold_released_ && !writing_ && (broken_ || writes_done_started_)) {
+      hold_released_ = true;
+      return true;
+    }
+    return false;
+  }
+
+  Impl* impl_;
+  int endpoint_;
+  grpc::ClientContext ctx_;
+  v1::GemmRequest wire_;
+  v1::GemmResponse read_;
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  std::unordered_map<std::string, Call*> pending_;
+  std::deque<Item> queue_;
+  bool writing_ = false;
+  bool broken_ = false;
+  bool closing_ = false;
+  bool writes_done_started_ = false;
+  bool hold_released_ = false;
+  bool done_ = false;
+  std::string final_message_;
+};
+
+Runner::Impl::~Impl() {
+  Finish(5.0);
+  // Streams are destroyed only after their OnDone ran (Finish waited or cancelled them).
+  for (auto& s : all_streams_) s->WaitDone(Clock::now() + std::chrono::seconds(5));
+}
+
+absl::Status Runner::Impl::Init() {
+  const WorkloadSpec& w = options_.workload;
+  if (targets_.empty()) return absl::InvalidArgumentError("no targets");
+  if (w.shapes.empty()) return absl::InvalidArgumentError("no shapes");
+  for (int t = 0; t < static_cast<int>(targets_.size()); ++t) {
+    for (int i = 0; i < std::max(1, w.channels); ++i) {
+      endpoints_.push_back(Endpoint{t, targets_[t].client->stub(i)});
+    }
+  }
+
+  absl::BitGen gen(std::seed_seq{options_.seed});
+  std::vector<double> weights;
+  for (const ShapeSpec& spec : w.shapes) {
+    ShapeData s;
+    s.spec = spec;
+    s.a = RandomBf16Bytes(spec.m * spec.k, gen);
+    s.b = RandomBf16Bytes(spec.k * spec.n, gen);
+    s.request_bytes = w.RequestBytes(spec);
+    s.response_bytes = w.ResponseBytes(spec);
+    if (options_.verify_fraction > 0) PrepareVerification(s);
+    shapes_.push_back(std::move(s));
+    weights.push_back(spec.weight);
+  }
+  shape_pick_ = std::discrete_distribution<int>(weights.begin(), weights.end());
+
+  // Templates: one group for inline B, one per target for resident B (handles are per server).
+  const int groups = w.b_source == BSource::kResident ? static_cast<int>(targets_.size()) : 1;
+  templates_.assign(groups, {});
+  for (int g = 0; g < groups; ++g) {
+    for (const ShapeData& s : shapes_) {
+      v1::GemmRequest req;
+      v1::Problem* p = req.mutable_problem();
+      p->set_m(s.spec.m);
+      p->set_n(s.spec.n);
+      p->set_k(s.spec.k);
+      p->set_a(s.a);
+      if (w.b_source == BSource::kResident) {
+        absl::StatusOr<std::string> handle = RegisterB(g, s);
+        if (!handle.ok()) return handle.status();
+        handles_.emplace_back(g, *handle);
+        p->set_b_handle(*handle);
+      } else {
+        p->set_b(s.b);
+        p->set_b_layout(w.b_nk ? v1::B_LAYOUT_NK : v1::B_LAYOUT_KN);
+      }
+      p->set_output_dtype(w.output_fp32 ? v1::DTYPE_FP32 : v1::DTYPE_BF16);
+      req.set_priority(w.priority_high ? v1::PRIORITY_HIGH : v1::PRIORITY_NORMAL);
+      req.set_timeout_us(w.deadline_us);
+      req.set_kernel(w.kernel);
+      templates_[g].push_back(std::move(req));
+    }
+  }
+
+  if (w.streaming) {
+    for (int e = 0; e < static_cast<int>(endpoints_.size()); ++e) {
+      for (int i = 0; i < std::max(1, w.streams_per_channel); ++i) {
+        all_streams_.push_back(std::make_unique<Stream>(this, e));
+        streams_.push_back(all_streams_.back().get());
+        stream_opened_ns_.push_back(NowNs());
+      }
+    }
+  }
+  window_start_ns_ = NowNs();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Runner::Impl::RegisterB(int target, const ShapeData& s) {
+  const WorkloadSpec& w = options_.workload;
+  v1::MatrixHeader h;
+  h.set_name(absl::StrCat("gemm_loadgen ", s.spec.Name()));
+  h.set_rows(w.b_nk ? s.spec.n : s.spec.k);
+  h.set_cols(w.b_nk ? s.spec.k : s.spec.n);
+  h.set_dtype(v1::DTYPE_BF16);
+  h.set_layout(w.b_nk ? v1::B_LAYOUT_NK : v1::B_LAYOUT_KN);
+  absl::StatusOr<v1::MatrixInfo> info = targets_[target].client->RegisterMatrix(h, s.b);
+  if (!info.ok()) {
+    return absl::Status(info.status().code(),
+                        absl::StrCat("registering B of ", s.spec.Name(), " on ",
+                                     targets_[target].name, " failed: ", info.status().message()));
+  }
+  return info->handle();
+}
+
+void Runner::Impl::PrepareVerification(ShapeData& s) {
+  const int64_t m = s.spec.m, n = s.spec.n, k = s.spec.k;
+  const bool nk = options_.workload.b_nk;
+  if (m * n <= 4096) {
+    for (int64_t i = 0; i < m * n; ++i) s.positions.push_back(i);
+  } else {
+    std::mt19937_64 rng(options_.seed ^ 0x5eed);
+    std::uniform_int_distribution<int64_t> pick(0, m * n - 1);
+    s.positions.push_back(0);
+    s.positions.push_back(m * n - 1);
+    for (int i = 0; i < 1022; ++i) s.positions.push_back(pick(rng));
+  }
+  for (int64_t pos : s.positions) {
+    const int64_t i = pos / n, j = pos % n;
+    double dot = 0, abs_dot = 0;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const double av = Bf16At(s.a, i * k + kk);
+      const double bv = Bf16At(s.b, nk ? j * k + kk : kk * n + j);
+      dot += av * bv;
+      abs_dot += std::fabs(av * bv);
+    }
+    s.ref.push_back(dot);
+    s.abs_dot.push_back(abs_dot);
+  }
+}
+
+bool Runner::Impl::Verify(const ShapeData& s, const v1::GemmResponse& resp,
+                          std::string* why) const {
+  const bool fp32 = options_.workload.output_fp32;
+  if (resp.outputs_size() != 1) {
+    *why = absl::StrCat("expected 1 output, got ", resp.outputs_size());
+    return false;
+  }
+  const std::string& data = resp.outputs(0).data();
+  if (static_cast<int64_t>(data.size()) != s.response_bytes) {
+    *why = absl::StrCat("output has ", data.size(), " bytes, expected ", s.response_bytes);
+    return false;
+  }
+  for (size_t i = 0; i < s.positions.size(); ++i) {
+    const int64_t pos = s.positions[i];
+    double got;
+    if (fp32) {
+      float f;
+      std::memcpy(&f, data.data() + 4 * pos, 4);
+      got = f;
+    } else {
+      got = Bf16At(data, pos);
+    }
+    // BF16 output rounding (2^-9 relative, given 4x margin) plus FP32 accumulation error,
+    // bounded by K * 2^-24 * sum|a*b| (given generous margin via 2^-10 * sum|a*b|).
+    const double tol = std::ldexp(std::fabs(s.ref[i]), fp32 ? -20 : -7) +
+                       std::ldexp(s.abs_dot[i], -10) + 1e-30;
+    if (!(std::fabs(got - s.ref[i]) <= tol)) {
+      *why = absl::StrFormat("D[%d,%d] = %g, reference %g (tolerance %g)", pos / s.spec.n,
+                             pos % s.spec.n, got, s.ref[i], tol);
+      return false;
+    }
+  }
+  return true;
+}
+
+void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmResponse* resp) {
+  const int64_t latency = NowNs() - c->intended_ns;
+  const ShapeData& s = shapes_[c->shape];
+  const bool stream_error = resp != nullptr && resp->has_error();
+  const bool ok = status.ok() && resp != nullptr && !stream_error;
+  const int code =
+      ok ? 0 : (stream_error ? resp->error().code() : static_cast<int>(status.error_code()));
+  bool verified = false, mismatch = false;
+  if (ok) {
+    std::string why;
+    const bool size_ok = resp->outputs_size() == 1 &&
+                         static_cast<int64_t>(resp->outputs(0).data().size()) == s.response_bytes;
+    if (c->verify || !size_ok) {
+      verified = true;
+      mismatch = s.positions.empty() ? !size_ok : !Verify(s, *resp, &why);
+      if (!size_ok && why.empty()) why = "output size does not match the shape";
+      if (mismatch && mismatch_logs_.fetch_add(1) < kMaxMismatchLogs) {
+        std::fprintf(stderr, "\ngemm_loadgen: MISMATCH in %s response: %s\n", s.spec.Name().c_str(),
+                     why.c_str());
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> l(stats_mu_);
+    if (ok) {
+      current_.latency_ns.Record(latency);
+      ++current_.ok;
+      current_.flops += s.spec.Flops();
+      current_.payload_bytes += static_cast<double>(s.request_bytes + s.response_bytes);
+      if (resp->has_timing()) {
+        const v1::Timing& t = resp->timing();
+        ServerTimingSums& st = current_.server;
+        ++st.responses;
+        st.queue_us += t.queue_us();
+        st.copy_in_us += t.copy_in_us();
+        st.compute_us += t.compute_us();
+        st.copy_out_us += t.copy_out_us();
+        st.total_us += t.total_us();
+        st.batch_requests += t.batch_requests();
+        st.batch_rows += t.batch_rows();
+      }
+      if (!resp->kernel().empty()) ++current_.kernels[resp->kernel()];
+      if (verified) {
+        ++current_.verified;
+        if (mismatch) ++current_.mismatches;
+      }
+    } else {
+      ++current_.failed;
+      ++current_.errors_by_code[code];
+    }
+  }
+  if (!ok) failures_.fetch_add(1);
+  if (c->ctx) {
+    std::lock_guard<std::mutex> l(live_mu_);
+    live_.erase(c);
+  }
+  delete c;
+  {
+    std::lock_guard<std::mutex> l(dispatch_mu_);
+    outstanding_.fetch_sub(1);
+  }
+  dispatch_cv_.notify_all();
+}
+
+void Runner::Impl::Issue(int64_t intended_ns) {
+  const WorkloadSpec& w = options_.workload;
+  Call* c = new Call;
+  c->shape = shape_pick_(rng_);
+  c->intended_ns = intended_ns;
+  c->verify = options_.verify_fraction > 0 &&
+              std::uniform_real_distribution<double>(0, 1)(rng_) < options_.verify_fraction;
+  outstanding_.fetch_add(1);
+  issued_.fetch_add(1);
+  if (w.streaming) {
+    const size_t slot = round_robin_++ % streams_.size();
+    c->endpoint = 0;
+    c->id = absl::StrCat(next_id_++);
+    Stream* st = streams_[slot];
+    if (st->Send(c)) return;
+    // The stream is gone: reopen it (at most every 200 ms per slot) or fail the request.
+    const int64_t now = NowNs();
+    int endpoint = static_cast<int>(slot / std::max(1, w.streams_per_channel));
+    if (now - stream_opened_ns_[slot] >= 200'000'000) {
+      stream_opened_ns_[slot] = now;
+      st->Close();
+      all_streams_.push_back(std::make_unique<Stream>(this, endpoint));
+      streams_[slot] = all_streams_.back().get();
+      if (streams_[slot]->Send(c)) return;
+    }
+    Complete(c, grpc::Status(grpc::StatusCode::UNAVAILABLE, st->final_message()), nullptr);
+    return;
+  }
+  const size_t e = round_robin_++ % endpoints_.size();
+  c->endpoint = static_cast<int>(e);
+  c->ctx = std::make_unique<grpc::ClientContext>();
+  auto deadline = std::chrono::system_clock::now() +
+                  std::chrono::microseconds(static_cast<int64_t>(options_.rpc_timeout_s * 1e6));
+  if (w.deadline_us > 0) {
+    deadline = std::min(deadline,
+                        std::chrono::system_clock::now() + std::chrono::microseconds(w.deadline_us));
+  }
+  c->ctx->set_deadline(deadline);
+  {
+    std::lock_guard<std::mutex> l(live_mu_);
+    live_.insert(c);
+  }
+  const v1::GemmRequest& req = templates_[TemplateGroup(c->endpoint)][c->shape];
+  endpoints_[e].stub->async()->Gemm(c->ctx.get(), &req, &c->resp,
+                           [this, c](grpc::Status status) { Complete(c, status, &c->resp); });
+}
+
+void Runner::Impl::DispatchLoop(double level) {
+  if (options_.open_loop) {
+    const double rate = level;
+    std::exponential_distribution<double> exp_gap(rate);
+    int64_t next = NowNs();
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> l(dispatch_mu_);
+        dispatch_cv_.wait_until(l, FromNs(next), [&] { return stop_dispatch_; });
+        // Past the cap we wait, but the request keeps its intended time: the wait is latency.
+        dispatch_cv_.wait(l, [&] {
+          return stop_dispatch_ || outstanding_.load() < options_.max_outstanding;
+        });
+        if (stop_dispatch_) return;
+      }
+      Issue(next);
+      const double gap_s = options_.poisson ? exp_gap(rng_) : 1.0 / rate;
+      next += static_cast<int64_t>(gap_s * 1e9);
+    }
+  }
+  const int64_t concurrency = std::max<int64_t>(1, std::llround(level));
+  int64_t failures_seen = failures_.load();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(dispatch_mu_);
+      dispatch_cv_.wait(l, [&] { return stop_dispatch_ || outstanding_.load() < concurrency; });
+      if (stop_dispatch_) return;
+      const int64_t failures = failures_.load();
+      if (failures != failures_seen && options_.error_backoff_ms > 0) {
+        failures_seen = failures;
+        dispatch_cv_.wait_for(
+            l, std::chrono::microseconds(static_cast<int64_t>(options_.error_backoff_ms * 1e3)),
+            [&] { return stop_dispatch_; });
+        if (stop_dispatch_) return;
+      }
+    }
+    Issue(NowNs());
+  }
+}
+
+WindowStats Runner::Impl::TakeWindow() {
+  WindowStats w;
+  const int64_t now = NowNs();
+  std::lock_guard<std::mutex> l(stats_mu_);
+  std::swap(w, current_);
+  w.duration_s = static_cast<double>(now - window_start_ns_) / 1e9;
+  window_start_ns_ = now;
+  return w;
+}
+
+bool Runner::Impl::WaitFor(double seconds, const std::string& label, const std::string& phase) {
+  const int64_t end = NowNs() + static_cast<int64_t>(seconds * 1e9);
+  int64_t next_progress = 0;
+  for (;;) {
+    if (Stopped()) return false;
+    const int64_t now = NowNs();
+    if (now >= end) return true;
+    if (options_.progress && now >= next_progress) {
+      next_progress = now + 250'000'000;
+      int64_t ok, failed;
+      double p99_ms, elapsed;
+      {
+        std::lock_guard<std::mutex> l(stats_mu_);
+        ok = current_.ok;
+        failed = current_.failed;
+        p99_ms = current_.latency_ns.Percentile(99) / 1e6;
+        elapsed = static_cast<double>(now - window_start_ns_) / 1e9;
+      }
+      std::fprintf(stderr,
+                   "\r\033[K[%s] %s  %.0f req/s  p99 %.3f ms  ok %lld  errors %lld  in flight %lld",
+                   label.c_str(), phase.c_str(), elapsed > 0 ? ok / elapsed : 0.0, p99_ms,
+                   static_cast<long long>(ok), static_cast<long long>(failed),
+                   static_cast<long long>(outstanding_.load()));
+      std::fflush(stderr);
+    }
+    std::this_thread::sleep_for(
+        std::chrono::nanoseconds(std::min<int64_t>(end - now, 50'000'000)));
+  }
+}
+
+bool Runner::Impl::IsStable(const PointResult& r) const {
+  const int k = std::max(1, options_.stable_windows);
+  if (r.windows < k) return false;
+  auto within = [&](const std::vector<double>& v) {
+    double mean = 0;
+    for (int i = r.windows - k; i < r.windows; ++i) mean += v[i];
+    mean /= k;
+    for (int i = r.windows - k; i < r.windows; ++i) {
+      if (std::fabs(v[i] - mean) > options_.stability_pct / 100.0 * mean) return false;
+    }
+    return true;
+  };
+  return within(r.window_throughput) && within(r.window_latency_ms);
+}
+
+PointResult Runner::Impl::RunPoint(double level, int index, int total) {
+  PointResult r;
+  r.open_loop = options_.open_loop;
+  (options_.open_loop ? r.target_rate : r.concurrency) = level;
+  const std::string label = absl::StrCat(index + 1, "/", total, " ", r.Label());
+  const int64_t issued_before = issued_.load();
+  {
+    std::lock_guard<std::mutex> l(dispatch_mu_);
+    stop_dispatch_ = false;
+  }
+  TakeWindow();  // drop completions of earlier points' stragglers before this point starts
+  std::thread dispatcher([this, level] { DispatchLoop(level); });
+
+  std::vector<WindowStats> windows;
+  bool running = WaitFor(options_.warmup_s, label, "warm-up");
+  WindowStats warmup = TakeWindow();
+  while (running) {
+    running = WaitFor(options_.window_s, label, absl::StrCat("window ", r.windows + 1));
+    WindowStats w = TakeWindow();
+    // A window cut short by Ctrl-C still counts when it covers a meaningful span.
+    if (!running && w.duration_s < 0.2 * options_.window_s && !windows.empty()) break;
+    r.window_throughput.push_back(w.Throughput());
+    r.window_latency_ms.push_back(LatencyMetricMs(w.latency_ns));
+    windows.push_back(std::move(w));
+    ++r.windows;
+    if (IsStable(r)) {
+      r.stable = true;
+      break;
+    }
+    if (r.windows >= options_.max_windows) break;
+  }
+  r.interrupted = !running;
+  {
+    std::lock_guard<std::mutex> l(dispatch_mu_);
+    stop_dispatch_ = true;
+  }
+  dispatch_cv_.notify_all();
+  dispatcher.join();
+  if (options_.progress) {
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+  if (windows.empty()) {
+    r.measured = std::move(warmup);  // interrupted during warm-up: report what there is
+  } else {
+    const int k = std::min<int>(windows.size(), std::max(1, options_.stable_windows));
+    for (int i = static_cast<int>(windows.size()) - k; i < static_cast<int>(windows.size()); ++i) {
+      r.measured.Merge(windows[i]);
+    }
+  }
+  r.issued = issued_.load() - issued_before;
+  return r;
+}
+
+void Runner::Impl::Finish(double timeout_s) {
+  if (finished_) return;
+  finished_ = true;
+  const auto deadline =
+      Clock::now() + std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
+  {
+    std::unique_lock<std::mutex> l(dispatch_mu_);
+    dispatch_cv_.wait_until(l, deadline, [&] { return outstanding_.load() == 0; });
+  }
+  if (outstanding_.load() > 0) {
+    std::lock_guard<std::mutex> l(live_mu_);
+    for (Call* c : live_) c->ctx->TryCancel();
+  }
+  for (Stream* s : streams_) s->Close();
+  for (auto& s : all_streams_) {
+    if (!s->WaitDone(deadline)) s->Cancel();
+  }
+  {
+    std::unique_lock<std::mutex> l(dispatch_mu_);
+    dispatch_cv_.wait_for(l, std::chrono::seconds(5), [&] { return outstanding_.load() == 0; });
+  }
+  for (const auto& [target, handle] : handles_) {
+    const absl::Status status = targets_[target].client->ReleaseMatrix(handle);
+    if (!status.ok()) {
+      std::fprintf(stderr, "gemm_loadgen: releasing %s on %s failed: %s\n", handle.c_str(),
+                   targets_[target].name.c_str(), status.ToString().c_str());
+    }
+  }
+  handles_.clear();
+}
+
+Runner::Runner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Runner::~Runner() = default;
+
+absl::StatusOr<std::unique_ptr<Runner>> Runner::Create(const RunnerOptions& options,
+                                                       std::vector<Target> targets) {
+  auto impl = std::make_unique<Impl>(options, std::move(targets));
+  absl::Status status = impl->Init();
+  if (!status.ok()) return status;  // ~Impl releases what was registered
+  return std::unique_ptr<Runner>(new Runner(std::move(impl)));
+}
+
+PointResult Runner::RunPoint(double level, int index, int total) {
+  return impl_->RunPoint(level, index, total);
+}
+
+void Runner::Finish(double timeout_s) { impl_->Finish(timeout_s); }
+
+int64_t Runner::issued() const { return impl_->issued(); }
+
+}  // namespace gemm::loadgen

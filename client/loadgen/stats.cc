@@ -1,0 +1,51 @@
+// Merging of measurement counters and naming of status codes.
+#include "client/loadgen/stats.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace gemm::loadgen {
+
+void ServerTimingSums::Merge(const ServerTimingSums& o) {
+  responses += o.responses;
+  queue_us += o.queue_us;
+  copy_in_us += o.copy_in_us;
+  compute_us += o.compute_us;
+  copy_out_us += o.copy_out_us;
+  total_us += o.total_us;
+  batch_requests += o.batch_requests;
+  batch_rows += o.batch_rows;
+}
+
+void WindowStats::Merge(const WindowStats& o) {
+  latency_ns.Merge(o.latency_ns);
+  ok += o.ok;
+  failed += o.failed;
+  for (const auto& [code, n] : o.errors_by_code) errors_by_code[code] += n;
+  flops += o.flops;
+  payload_bytes += o.payload_bytes;
+  server.Merge(o.server);
+  verified += o.verified;
+  mismatches += o.mismatches;
+  duration_s += o.duration_s;
+  for (const auto& [name, n] : o.kernels) kernels[name] += n;
+}
+
+std::string PointResult::Label() const {
+  if (open_loop) return absl::StrCat("rate=", target_rate, "/s");
+  return absl::StrCat("concurrency=", concurrency);
+}
+
+std::string StatusCodeName(int code) {
+  static const char* const kNames[] = {
+      "OK",        "CANCELLED",          "UNKNOWN",        "INVALID_ARGUMENT",
+      "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS", "PERMISSION_DENIED",
+      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+      "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",    "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  if (code >= 0 && code < static_cast<int>(sizeof(kNames) / sizeof(kNames[0]))) {
+    return kNames[code];
+  }
+  return absl::StrCat("CODE_", code);
+}
+
+}  // namespace gemm::loadgen

@@ -1,0 +1,63 @@
+// What the load generator measures: per-window counters (latency histogram, successes, errors by
+// gRPC status code, work done, bytes moved, the server's own timing breakdown, verification) and
+// the result of one sweep point. Plain data; the runner fills it, the report writers read it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "client/loadgen/histogram.h"
+
+namespace gemm::loadgen {
+
+// Sums of the server's Timing fields over successful responses (microseconds).
+struct ServerTimingSums {
+  int64_t responses = 0;
+  double queue_us = 0, copy_in_us = 0, compute_us = 0, copy_out_us = 0, total_us = 0;
+  double batch_requests = 0, batch_rows = 0;
+  void Merge(const ServerTimingSums& o);
+};
+
+// Counters of one measurement window (or of several merged).
+struct WindowStats {
+  Histogram latency_ns;  // successful requests only, from the intended send time
+  int64_t ok = 0;
+  int64_t failed = 0;
+  std::map<int, int64_t> errors_by_code;  // grpc::StatusCode -> count
+  double flops = 0;                       // 2*M*N*K of successful requests
+  double payload_bytes = 0;               // operand + output bytes of successful requests
+  ServerTimingSums server;
+  int64_t verified = 0;    // responses compared with the local reference
+  int64_t mismatches = 0;  // of those, how many were wrong
+  double duration_s = 0;   // wall time the window covered
+  std::map<std::string, int64_t> kernels;  // GemmResponse.kernel -> count
+
+  // Adds `o`'s counters and duration.
+  void Merge(const WindowStats& o);
+  // Successful requests per second over duration_s (0 when empty).
+  double Throughput() const { return duration_s > 0 ? ok / duration_s : 0; }
+};
+
+// Result of one sweep point (one concurrency or one rate).
+struct PointResult {
+  bool open_loop = false;
+  double concurrency = 0;   // closed loop: requests kept in flight
+  double target_rate = 0;   // open loop: requests per second offered
+  bool stable = false;      // the last `stable_windows` windows agreed within the tolerance
+  bool interrupted = false; // Ctrl-C ended this point early
+  int windows = 0;          // measurement windows run (after warm-up)
+  std::vector<double> window_throughput;  // ok/s of each window, in order
+  std::vector<double> window_latency_ms;  // stability latency metric of each window
+  WindowStats measured;     // the windows the result is computed from, merged
+  int64_t issued = 0;       // requests sent during the point (warm-up included)
+
+  // "concurrency=8" or "rate=500/s".
+  std::string Label() const;
+};
+
+// Name of a grpc::StatusCode value, e.g. 14 -> "UNAVAILABLE".
+std::string StatusCodeName(int code);
+
+}  // namespace gemm::loadgen
