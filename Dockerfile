@@ -58,7 +58,8 @@ RUN set -eu; \
       if [ -n "${found}" ]; then install -m 0755 "${found}" /stage/bin/; fi; \
     done; \
     install -m 0755 deploy/docker/entrypoint.sh deploy/docker/runtime-deps.sh /stage/bin/; \
-    bash deploy/docker/runtime-deps.sh packages /stage/bin/gemm_* > /stage/share/runtime-packages.txt; \
+    bash deploy/docker/runtime-deps.sh packages /stage/bin/gemm_* \
+      > /stage/share/runtime-packages.txt; \
     cat /stage/share/runtime-packages.txt
 
 # ---------------------------------------------------------------------------------------------

@@ -63,7 +63,8 @@ case "$cmd" in
     done | sort -u
     ;;
   check)
-    missing="$(libs_of "$@" | awk '$2 == "not-found" { print $1 }' | grep -Ev "$DRIVER_LIBS_RE" || true)"
+    missing="$(libs_of "$@" | awk '$2 == "not-found" { print $1 }' \
+      | grep -Ev "$DRIVER_LIBS_RE" || true)"
     if [[ -n "$missing" ]]; then
       echo "runtime-deps: unresolved shared libraries in the runtime image:" >&2
       echo "$missing" >&2

@@ -29,7 +29,6 @@ import argparse
 import fnmatch
 import os
 import re
-import shlex
 import shutil
 import stat
 import subprocess
@@ -192,7 +191,7 @@ def self_test(repo, kubectl):
 
 
 def health_service_name(repo):
-    """gemm.v1.GemmService, from the .proto (the name the server registers with the health service)."""
+    """gemm.v1.GemmService, from the .proto: the name the server gives the health service."""
     path = os.path.join(repo, "proto", "gemm", "v1", "gemm_service.proto")
     with open(path, encoding="utf-8") as f:
         text = f.read()
@@ -408,15 +407,17 @@ def check_dockerfile(res, repo, flags):
     res.check(bool(b) and b.group(1) == "13" and b.group(4) == "devel",
               "Dockerfile: build stage on an NVIDIA CUDA 13 devel image",
               expand_args(build["from"], global_args))
-    res.check(bool(r) and r.group(4) == "runtime", "Dockerfile: runtime stage on a CUDA runtime image",
+    res.check(bool(r) and r.group(4) == "runtime",
+              "Dockerfile: runtime stage on a CUDA runtime image",
               expand_args(runtime["from"], global_args))
     if b and r:
         res.check(b.group(1, 2, 3, 5) == r.group(1, 2, 3, 5),
                   "Dockerfile: runtime image matches the build image (CUDA version, OS)",
                   f"{b.group(0)} vs {r.group(0)}")
-    res.check(not any(k == "RUN" for k, _ in runtime["instrs"]) or
-              not any("install_deps" in v for k, v in runtime["instrs"]),
+    res.check(not any("install_deps" in v or "build.sh" in v for _, v in runtime["instrs"]),
               "Dockerfile: the runtime stage installs no build dependencies")
+    res.check(not any(k == "COPY" and not v.startswith("--from=") for k, v in runtime["instrs"]),
+              "Dockerfile: the runtime stage copies only from the build stage, not the sources")
 
     runs = " ".join(v for k, v in build["instrs"] if k == "RUN")
     for script in ("scripts/install_deps.sh", "scripts/build.sh"):
@@ -432,12 +433,14 @@ def check_dockerfile(res, repo, flags):
         if k == "EXPOSE":
             expose.update(to_int(p.split("/")[0]) for p in v.split())
     want = {to_int(flags.get("port")), to_int(flags.get("metrics_port"))}
-    res.check(expose == want, "Dockerfile: EXPOSE = the server's --port and --metrics_port defaults",
+    res.check(expose == want,
+              "Dockerfile: EXPOSE = the server's --port and --metrics_port defaults",
               f"EXPOSE {sorted(expose)} vs flags {sorted(x for x in want if x is not None)}")
 
     users = [v for k, v in runtime["instrs"] if k == "USER"]
     uid = to_int(users[-1].split(":")[0]) if users else None
-    res.check(uid is not None and uid != 0, "Dockerfile: runtime stage runs as a numeric non-root USER",
+    res.check(uid is not None and uid != 0,
+              "Dockerfile: runtime stage runs as a numeric non-root USER",
               f"USER {users[-1] if users else '(none)'}")
 
     entry = [v for k, v in runtime["instrs"] if k == "ENTRYPOINT"]
@@ -487,7 +490,8 @@ def check_overlay(res, name, objects, flags, health_service, flag_map, image_uid
     for var in env:
         if var.startswith("GEMM_"):
             res.check(var in mapped, f"{tag} env {var} is one the entrypoint maps")
-    res.check(env.get("GEMM_BACKEND") == "cuda", f"{tag} GEMM_BACKEND=cuda (no silent CPU fallback)",
+    res.check(env.get("GEMM_BACKEND") == "cuda",
+              f"{tag} GEMM_BACKEND=cuda (no silent CPU fallback)",
               repr(env.get("GEMM_BACKEND")))
     res.check(spec.get("enableServiceLinks") is False,
               f"{tag} enableServiceLinks: false (no injected *_PORT variables)")
@@ -496,7 +500,8 @@ def check_overlay(res, name, objects, flags, health_service, flag_map, image_uid
     by_name = {p.get("name"): p.get("containerPort") for p in ports}
     res.check(by_name.get("grpc") == grpc_port, f"{tag} containerPort grpc = {grpc_port}",
               str(by_name.get("grpc")))
-    res.check(by_name.get("metrics") == metrics_port, f"{tag} containerPort metrics = {metrics_port}",
+    res.check(by_name.get("metrics") == metrics_port,
+              f"{tag} containerPort metrics = {metrics_port}",
               str(by_name.get("metrics")))
 
     for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -552,7 +557,8 @@ def check_overlay(res, name, objects, flags, health_service, flag_map, image_uid
     uid = csc.get("runAsUser", psc.get("runAsUser"))
     if image_uid is not None:
         res.check(uid == image_uid, f"{tag} runAsUser = the image's USER {image_uid}", str(uid))
-    res.check(csc.get("allowPrivilegeEscalation") is False, f"{tag} allowPrivilegeEscalation: false")
+    res.check(csc.get("allowPrivilegeEscalation") is False,
+              f"{tag} allowPrivilegeEscalation: false")
     res.check(":" in c.get("image", "") or "@" in c.get("image", ""),
               f"{tag} image has a tag or digest ({c.get('image')})")
 
@@ -585,7 +591,8 @@ def check_overlay(res, name, objects, flags, health_service, flag_map, image_uid
                    for p in s["spec"].get("ports") or []}
         res.check(targets.get("grpc") == grpc_port, f"{tag} {sname} grpc -> {grpc_port}",
                   str(targets))
-        res.check(targets.get("metrics") == metrics_port, f"{tag} {sname} metrics -> {metrics_port}",
+        res.check(targets.get("metrics") == metrics_port,
+                  f"{tag} {sname} metrics -> {metrics_port}",
                   str(targets))
 
     pdbs = [o for o in objects if o.get("kind") == "PodDisruptionBudget" and selector_matches(
@@ -609,9 +616,10 @@ def check_overlay(res, name, objects, flags, health_service, flag_map, image_uid
                     if p.get("name") == ep.get("port"):
                         hits.append(resolve_target_port(p.get("targetPort", p.get("port")), ports))
             res.check(bool(hits) and all(h == metrics_port for h in hits),
-                      f"{tag} ServiceMonitor endpoint {ep.get('port')!r} scrapes port {metrics_port}",
+                      f"{tag} ServiceMonitor endpoint {ep.get('port')!r} scrapes {metrics_port}",
                       f"resolved to {hits}")
-            res.check(ep.get("path", "/metrics") == "/metrics", f"{tag} ServiceMonitor path /metrics")
+            res.check(ep.get("path", "/metrics") == "/metrics",
+                      f"{tag} ServiceMonitor path /metrics")
 
     namespaces = {(o.get("metadata") or {}).get("namespace") for o in objects}
     res.check(len(namespaces) == 1 and None not in namespaces,
