@@ -422,7 +422,9 @@ def check_dockerfile(res, repo, flags):
     runs = " ".join(v for k, v in build["instrs"] if k == "RUN")
     for script in ("scripts/install_deps.sh", "scripts/build.sh"):
         res.check(script in runs, f"Dockerfile: build stage runs {script} (as CI does)")
-        res.check(os.path.isfile(os.path.join(repo, script)), f"{script} exists")
+    for script in sorted(set(re.findall(r"scripts/[\w.-]+\.sh", runs))):
+        res.check(os.path.isfile(os.path.join(repo, script)),
+                  f"{script} (used by the Dockerfile) exists")
     sm = build["args"].get("GEMM_REQUIRE_SM", "")
     res.check(all(a in sm.split() for a in REQUIRED_SM) and "cuobjdump" in runs,
               "Dockerfile: the build fails without sm_90a and sm_100a code in gemm_server",
