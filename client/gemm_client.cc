@@ -1,0 +1,101 @@
+// GemmClient implementation.
+#include "client/gemm_client.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace gemm::client {
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+absl::StatusOr<std::unique_ptr<GemmClient>> GemmClient::Create(const Options& options) {
+  if (options.target.empty()) return absl::InvalidArgumentError("target: is empty");
+  if (options.channels < 1) return absl::InvalidArgumentError("channels: must be >= 1");
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < options.channels; ++i) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+    args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+    args.SetLoadBalancingPolicyName(options.lb_policy);
+    args.SetInt("gemm_channel_index", i);  // distinct args: distinct subchannels/connections
+    channels.push_back(
+        grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args));
+  }
+  return std::unique_ptr<GemmClient>(new GemmClient(std::move(channels)));
+}
+
+GemmClient::GemmClient(std::vector<std::shared_ptr<grpc::Channel>> channels)
+    : channels_(std::move(channels)) {
+  for (auto& c : channels_) stubs_.push_back(v1::GemmService::NewStub(c));
+}
+
+absl::StatusOr<v1::GemmResponse> GemmClient::Gemm(const v1::GemmRequest& request,
+                                                  absl::Duration timeout) {
+  grpc::ClientContext context;
+  if (timeout != absl::InfiniteDuration()) {
+    context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  }
+  v1::GemmResponse response;
+  grpc::Status s = stub(static_cast<int>(next_++))->Gemm(&context, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::StatusOr<v1::MatrixInfo> GemmClient::RegisterMatrix(const v1::MatrixHeader& header,
+                                                          absl::string_view bf16_bytes,
+                                                          int64_t chunk_bytes) {
+  if (chunk_bytes <= 0) return absl::InvalidArgumentError("chunk_bytes: must be > 0");
+  grpc::ClientContext context;
+  v1::MatrixInfo info;
+  auto writer = stub()->RegisterMatrix(&context, &info);
+  int64_t offset = 0;
+  bool first = true;
+  while (first || offset < static_cast<int64_t>(bf16_bytes.size())) {
+    v1::RegisterMatrixChunk chunk;
+    if (first) *chunk.mutable_header() = header;
+    const int64_t n = std::min<int64_t>(chunk_bytes, bf16_bytes.size() - offset);
+    chunk.set_offset(offset);
+    chunk.set_data(bf16_bytes.data() + offset, n);
+    offset += n;
+    first = false;
+    if (!writer->Write(chunk)) break;  // server closed early; Finish() says why
+  }
+  writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  if (!s.ok()) return FromGrpcStatus(s);
+  return info;
+}
+
+absl::Status GemmClient::ReleaseMatrix(const std::string& handle) {
+  grpc::ClientContext context;
+  v1::ReleaseMatrixRequest request;
+  request.set_handle(handle);
+  v1::ReleaseMatrixResponse response;
+  return FromGrpcStatus(stub()->ReleaseMatrix(&context, request, &response));
+}
+
+absl::StatusOr<std::vector<v1::MatrixInfo>> GemmClient::ListMatrices() {
+  grpc::ClientContext context;
+  v1::ListMatricesResponse response;
+  grpc::Status s = stub()->ListMatrices(&context, v1::ListMatricesRequest(), &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return std::vector<v1::MatrixInfo>(response.matrices().begin(), response.matrices().end());
+}
+
+absl::StatusOr<v1::ServerInfo> GemmClient::GetServerInfo() {
+  grpc::ClientContext context;
+  v1::ServerInfo info;
+  grpc::Status s = stub()->GetServerInfo(&context, v1::GetServerInfoRequest(), &info);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return info;
+}
+
+bool GemmClient::WaitForConnected(absl::Duration timeout) {
+  return channels_[0]->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout));
+}
+
+}  // namespace gemm::client

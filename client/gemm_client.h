@@ -1,0 +1,71 @@
+// Client library for gemm.v1.GemmService: a channel with the right message limits plus
+// convenience calls (unary GEMM, chunked RegisterMatrix, release/list, server info) and helpers
+// to build requests from float matrices. Thread-safe (one instance can serve many threads).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "gemm/v1/gemm_service.grpc.pb.h"
+
+namespace gemm::client {
+
+class GemmClient {
+ public:
+  struct Options {
+    // gRPC target: "host:port", "dns:///name:port", "ipv4:a:p,b:p", ...
+    std::string target = "localhost:50051";
+    // Max send/receive message size; match the server's --max_message_bytes. Default 1 GiB+16 MiB.
+    int64_t max_message_bytes = (int64_t{1} << 30) + (int64_t{16} << 20);
+    // Load-balancing policy ("pick_first", "round_robin").
+    std::string lb_policy = "pick_first";
+    // Distinct channels (separate TCP connections) used round-robin by Gemm(). Default 1.
+    int channels = 1;
+  };
+
+  // Creates the channel(s); does not connect until the first call.
+  static absl::StatusOr<std::unique_ptr<GemmClient>> Create(const Options& options);
+
+  // Unary Gemm with a deadline of `timeout` (InfiniteDuration: none). Thread-safe.
+  absl::StatusOr<v1::GemmResponse> Gemm(const v1::GemmRequest& request,
+                                        absl::Duration timeout = absl::InfiniteDuration());
+
+  // Uploads a BF16 matrix ([rows, cols] row-major bytes) in chunks of `chunk_bytes`.
+  absl::StatusOr<v1::MatrixInfo> RegisterMatrix(const v1::MatrixHeader& header,
+                                                absl::string_view bf16_bytes,
+                                                int64_t chunk_bytes = int64_t{4} << 20);
+
+  // Releases a resident matrix.
+  absl::Status ReleaseMatrix(const std::string& handle);
+
+  // Lists resident matrices.
+  absl::StatusOr<std::vector<v1::MatrixInfo>> ListMatrices();
+
+  // Server description.
+  absl::StatusOr<v1::ServerInfo> GetServerInfo();
+
+  // Blocks until the first channel is connected or `timeout` passes.
+  bool WaitForConnected(absl::Duration timeout);
+
+  // Stub of channel `i % channels` (for streaming and async use).
+  v1::GemmService::Stub* stub(int i = 0) { return stubs_[i % stubs_.size()].get(); }
+
+ private:
+  explicit GemmClient(std::vector<std::shared_ptr<grpc::Channel>> channels);
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::vector<std::unique_ptr<v1::GemmService::Stub>> stubs_;
+  std::atomic<uint64_t> next_{0};
+};
+
+// grpc::Status -> absl::Status (same code and message).
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+}  // namespace gemm::client

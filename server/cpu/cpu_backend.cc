@@ -1,0 +1,157 @@
+// CPU backend: worker threads pull batches and run each problem through cblas_sgemm.
+#include "server/cpu/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+#include "server/cpu/cpu_gemm.h"
+
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace gemm::cpu {
+namespace {
+
+constexpr char kKernelName[] = "cpu_openblas";
+
+// A resident matrix kept as floats (decoded once at registration).
+class CpuMatrix final : public core::ResidentMatrix {
+ public:
+  CpuMatrix(Desc desc, std::vector<float> data)
+      : ResidentMatrix(std::move(desc)), data_(std::move(data)) {}
+  const float* data() const { return data_.data(); }
+
+ private:
+  std::vector<float> data_;
+};
+
+class CpuUpload final : public core::MatrixUpload {
+ public:
+  explicit CpuUpload(core::ResidentMatrix::Desc desc) : desc_(std::move(desc)) {
+    bytes_.reserve(desc_.rows * desc_.cols * 2);
+  }
+  absl::Status Append(absl::string_view data) override {
+    bytes_.append(data.data(), data.size());
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::shared_ptr<core::ResidentMatrix>> Finish() override {
+    std::vector<float> f(desc_.rows * desc_.cols);
+    DecodeBf16(bytes_, f.data());
+    std::string().swap(bytes_);
+    return std::make_shared<CpuMatrix>(desc_, std::move(f));
+  }
+
+ private:
+  core::ResidentMatrix::Desc desc_;
+  std::string bytes_;
+};
+
+class CpuBackend final : public core::Backend {
+ public:
+  explicit CpuBackend(const CpuBackendOptions& options) : options_(options) {}
+  ~CpuBackend() override { Stop(); }
+
+  std::string Name() const override { return "cpu"; }
+
+  core::BackendDescription Describe() const override {
+    core::BackendDescription d;
+    d.name = "cpu";
+    core::DeviceDescription dev;
+    dev.ordinal = -1;
+    dev.name = absl::StrCat("host CPU (", std::thread::hardware_concurrency(), " threads)");
+    dev.kernel = kKernelName;
+    d.devices.push_back(dev);
+    d.kernels.push_back({kKernelName, true, "float32 OpenBLAS sgemm, BF16 round-to-nearest-even"});
+    return d;
+  }
+
+  std::vector<int> Devices() const override { return {-1}; }
+
+  absl::Status Start(core::WorkSource* source) override {
+    openblas_set_num_threads(options_.blas_threads);
+    for (int i = 0; i < std::max(1, options_.workers); ++i) {
+      threads_.emplace_back([this, source] {
+        while (auto batch = source->Next(-1)) Run(*batch);
+      });
+    }
+    return absl::OkStatus();
+  }
+
+  void Stop() override {
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+  absl::StatusOr<std::unique_ptr<core::MatrixUpload>> BeginUpload(
+      core::ResidentMatrix::Desc desc) override {
+    desc.devices = {-1};
+    return std::make_unique<CpuUpload>(std::move(desc));
+  }
+
+ private:
+  void Run(const core::Batch& batch) {
+    for (const auto& item : batch.items) {
+      RunItem(*item, batch);
+    }
+  }
+
+  static void RunItem(core::WorkItem& item, const core::Batch& batch) {
+    const absl::Time start = absl::Now();
+    core::GemmResult result;
+    result.kernel = kKernelName;
+    absl::Duration decode;
+    for (const core::Problem& p : item.request.problems) {
+      core::Output out;
+      if (p.count > 1 || item.request.kind == core::WorkKind::kBatch) out.shape.push_back(p.count);
+      out.shape.push_back(p.m);
+      out.shape.push_back(p.n);
+      out.dtype = p.out_dtype;
+      const int64_t d_bytes = p.m * p.n * core::DTypeBytes(p.out_dtype);
+      out.data.resize(d_bytes * p.count);
+      std::vector<float> b_tmp;
+      const float* b_float = nullptr;
+      if (p.b_resident) {
+        b_float = static_cast<const CpuMatrix&>(*p.b_resident).data();
+      }
+      for (int64_t i = 0; i < p.count; ++i) {
+        if (!p.b_resident && (i == 0 || !p.b_shared)) {
+          const absl::Time t0 = absl::Now();
+          const int64_t kn = p.k * p.n;
+          b_tmp.resize(kn);
+          DecodeBf16(p.b.substr((p.b_shared ? 0 : i) * kn * 2, kn * 2), b_tmp.data());
+          b_float = b_tmp.data();
+          decode += absl::Now() - t0;
+        }
+        CpuGemm(p, i, b_float, out.data.data() + i * d_bytes);
+      }
+      result.outputs.push_back(std::move(out));
+    }
+    const absl::Time end = absl::Now();
+    core::Timing& t = result.timing;
+    t.queue = batch.released - item.arrival;
+    t.copy_in = decode;
+    t.compute = end - start - decode;
+    t.total = end - item.arrival;
+    t.batch_rows = batch.rows;
+    t.batch_requests = static_cast<int>(batch.items.size());
+    t.device = -1;
+    item.done(std::move(result));
+  }
+
+  const CpuBackendOptions options_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<core::Backend>> CreateCpuBackend(const CpuBackendOptions& options) {
+  if (options.workers < 1) return absl::InvalidArgumentError("cpu backend: workers must be >= 1");
+  return std::make_unique<CpuBackend>(options);
+}
+
+}  // namespace gemm::cpu

@@ -1,0 +1,33 @@
+// Conversion between gemm.v1 protobuf messages and server-core domain types. Operand bytes are
+// borrowed from the proto (not copied): the proto must outlive the domain request.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gemm/v1/gemm_service.grpc.pb.h"
+#include "server/core/backend.h"
+#include "server/core/limits.h"
+#include "server/core/matrix_registry.h"
+#include "server/core/types.h"
+
+namespace gemm::service {
+
+// Maps the request's fields (INVALID_ARGUMENT for unknown enum values). `arrival` + timeout_us
+// and `rpc_deadline` (whichever is earlier) become the request deadline.
+absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::Time arrival,
+                                            absl::Time rpc_deadline);
+
+// Moves the result's outputs into `proto` (no copy of the data).
+void ToProto(core::GemmResult&& result, v1::GemmResponse* proto);
+
+// Matrix header -> domain description (INVALID_ARGUMENT for bad enum values).
+absl::StatusOr<core::ResidentMatrix::Desc> FromProto(const v1::MatrixHeader& header);
+
+// Resident matrix -> MatrixInfo.
+void ToProto(const core::ResidentMatrix& matrix, int64_t in_flight, v1::MatrixInfo* proto);
+
+// Backend description + limits -> ServerInfo.
+void ToProto(const core::BackendDescription& backend, const core::Limits& limits,
+             v1::ServerInfo* proto);
+
+}  // namespace gemm::service

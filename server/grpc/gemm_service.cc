@@ -1,0 +1,297 @@
+// GemmService reactors.
+#include "server/grpc/gemm_service.h"
+
+#include <deque>
+#include <memory>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "server/grpc/convert.h"
+#include "server/grpc/status_util.h"
+
+namespace gemm::service {
+namespace {
+
+absl::Time RpcDeadline(const grpc::CallbackServerContext* context) {
+  const auto d = context->deadline();
+  if (d == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(d);
+}
+
+}  // namespace
+
+GemmServiceImpl::GemmServiceImpl(core::GemmEngine* engine, std::string version,
+                                 RpcObserver observer)
+    : engine_(engine), version_(std::move(version)), observer_(std::move(observer)) {}
+
+void GemmServiceImpl::Observe(absl::string_view method, absl::StatusCode code,
+                              const core::Timing* timing) const {
+  if (observer_) observer_(method, code, timing);
+}
+
+grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* context,
+                                                const v1::GemmRequest* request,
+                                                v1::GemmResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  const absl::Time arrival = absl::Now();
+  auto domain = FromProto(*request, arrival, RpcDeadline(context));
+  if (!domain.ok()) {
+    Observe("Gemm", domain.status().code(), nullptr);
+    reactor->Finish(ToGrpcStatus(domain.status()));
+    return reactor;
+  }
+  auto item = std::make_shared<core::WorkItem>();
+  item->request = std::move(*domain);
+  item->arrival = arrival;
+  item->cancelled = [context] { return context->IsCancelled(); };
+  item->done = [this, reactor, response,
+                id = request->request_id()](absl::StatusOr<core::GemmResult> result) {
+    if (!result.ok()) {
+      Observe("Gemm", result.status().code(), nullptr);
+      reactor->Finish(ToGrpcStatus(result.status()));
+      return;
+    }
+    Observe("Gemm", absl::StatusCode::kOk, &result->timing);
+    response->set_request_id(id);
+    ToProto(std::move(*result), response);
+    reactor->Finish(grpc::Status::OK);
+  };
+  if (auto s = engine_->Submit(item); !s.ok()) {
+    Observe("Gemm", s.code(), nullptr);
+    reactor->Finish(ToGrpcStatus(s));
+  }
+  return reactor;
+}
+
+// Bidirectional stream: reads requests one after another, submits each, writes responses as
+// they complete (one write in flight at a time), finishes when the client is done and every
+// request has been answered.
+class GemmServiceImpl::StreamReactor final
+    : public grpc::ServerBidiReactor<v1::GemmRequest, v1::GemmResponse> {
+ public:
+  StreamReactor(GemmServiceImpl* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    StartNextRead();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      absl::MutexLock lock(&mu_);
+      reads_done_ = true;
+      MaybeFinishLocked();
+      return;
+    }
+    std::shared_ptr<v1::GemmRequest> request = std::move(reading_);
+    StartNextRead();
+    Handle(std::move(request));
+  }
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writes_.pop_front();
+    if (!ok) broken_ = true;
+    if (!writes_.empty() && !broken_) {
+      StartWrite(writes_.front().get());
+    } else {
+      writing_ = false;
+      MaybeFinishLocked();
+    }
+  }
+
+  void OnDone() override {
+    delete this;
+  }
+
+  void OnCancel() override {
+    absl::MutexLock lock(&mu_);
+    broken_ = true;
+  }
+
+ private:
+  void StartNextRead() {
+    reading_ = std::make_shared<v1::GemmRequest>();
+    StartRead(reading_.get());
+  }
+
+  void Handle(std::shared_ptr<v1::GemmRequest> request) {
+    const absl::Time arrival = absl::Now();
+    {
+      absl::MutexLock lock(&mu_);
+      ++in_flight_;
+    }
+    const std::string id = request->request_id();
+    auto domain = FromProto(*request, arrival, RpcDeadline(context_));
+    if (!domain.ok()) {
+      Complete(id, domain.status());
+      return;
+    }
+    auto item = std::make_shared<core::WorkItem>();
+    item->request = std::move(*domain);
+    item->arrival = arrival;
+    item->keep_alive = request;
+    item->cancelled = [ctx = context_] { return ctx->IsCancelled(); };
+    item->done = [this, id](absl::StatusOr<core::GemmResult> result) {
+      Complete(id, std::move(result));
+    };
+    if (auto s = service_->engine_->Submit(std::move(item)); !s.ok()) Complete(id, s);
+  }
+
+  void Complete(const std::string& id, absl::StatusOr<core::GemmResult> result) {
+    auto response = std::make_unique<v1::GemmResponse>();
+    response->set_request_id(id);
+    if (result.ok()) {
+      service_->Observe("GemmStream", absl::StatusCode::kOk, &result->timing);
+      ToProto(std::move(*result), response.get());
+    } else {
+      service_->Observe("GemmStream", result.status().code(), nullptr);
+      response->mutable_error()->set_code(static_cast<int>(result.status().code()));
+      response->mutable_error()->set_message(std::string(result.status().message()));
+    }
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+    if (broken_) {
+      MaybeFinishLocked();
+      return;
+    }
+    writes_.push_back(std::move(response));
+    if (!writing_) {
+      writing_ = true;
+      StartWrite(writes_.front().get());
+    }
+  }
+
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || in_flight_ > 0 || writing_) return;
+    if (!reads_done_ && !broken_) return;
+    finished_ = true;
+    Finish(broken_ && !reads_done_ ? grpc::Status::CANCELLED : grpc::Status::OK);
+  }
+
+  GemmServiceImpl* const service_;
+  grpc::CallbackServerContext* const context_;
+  std::shared_ptr<v1::GemmRequest> reading_;  // only touched by the read chain
+  absl::Mutex mu_;
+  std::deque<std::unique_ptr<v1::GemmResponse>> writes_ ABSL_GUARDED_BY(mu_);
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+grpc::ServerBidiReactor<v1::GemmRequest, v1::GemmResponse>* GemmServiceImpl::GemmStream(
+    grpc::CallbackServerContext* context) {
+  return new StreamReactor(this, context);
+}
+
+// Client-streaming upload of a resident matrix.
+class GemmServiceImpl::RegisterReactor final
+    : public grpc::ServerReadReactor<v1::RegisterMatrixChunk> {
+ public:
+  RegisterReactor(GemmServiceImpl* service, v1::MatrixInfo* response)
+      : service_(service), response_(response) {
+    StartRead(&chunk_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (done_) return;
+    if (!ok) {
+      if (registration_ == nullptr) {
+        Fail(absl::InvalidArgumentError("stream ended before a chunk with a header"));
+        return;
+      }
+      auto m = registration_->Finish();
+      if (!m.ok()) {
+        Fail(m.status());
+        return;
+      }
+      ToProto(**m, 0, response_);
+      registration_.reset();
+      done_ = true;
+      service_->Observe("RegisterMatrix", absl::StatusCode::kOk, nullptr);
+      Finish(grpc::Status::OK);
+      return;
+    }
+    if (auto s = HandleChunk(); !s.ok()) {
+      Fail(s);
+      return;
+    }
+    chunk_.Clear();
+    StartRead(&chunk_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status HandleChunk() {
+    if (registration_ == nullptr) {
+      if (!chunk_.has_header()) {
+        return absl::InvalidArgumentError("header: the first chunk must carry the header");
+      }
+      auto desc = FromProto(chunk_.header());
+      if (!desc.ok()) return desc.status();
+      auto reg = service_->engine_->registry().Begin(std::move(*desc),
+                                                     service_->engine_->limits().max_dim);
+      if (!reg.ok()) return reg.status();
+      registration_ = std::move(*reg);
+    } else if (chunk_.has_header()) {
+      return absl::InvalidArgumentError("header: only the first chunk may carry a header");
+    }
+    return registration_->Append(chunk_.offset(), chunk_.data());
+  }
+
+  void Fail(const absl::Status& s) {
+    done_ = true;
+    registration_.reset();  // abandons the upload and its reservation
+    service_->Observe("RegisterMatrix", s.code(), nullptr);
+    Finish(ToGrpcStatus(s));
+  }
+
+  GemmServiceImpl* const service_;
+  v1::MatrixInfo* const response_;
+  v1::RegisterMatrixChunk chunk_;
+  std::unique_ptr<core::MatrixRegistration> registration_;
+  bool done_ = false;
+};
+
+grpc::ServerReadReactor<v1::RegisterMatrixChunk>* GemmServiceImpl::RegisterMatrix(
+    grpc::CallbackServerContext* /*context*/, v1::MatrixInfo* response) {
+  return new RegisterReactor(this, response);
+}
+
+grpc::ServerUnaryReactor* GemmServiceImpl::ReleaseMatrix(grpc::CallbackServerContext* context,
+                                                         const v1::ReleaseMatrixRequest* request,
+                                                         v1::ReleaseMatrixResponse* /*response*/) {
+  auto* reactor = context->DefaultReactor();
+  absl::Status s = request->handle().empty()
+                       ? absl::InvalidArgumentError("handle: is empty")
+                       : engine_->registry().Release(request->handle());
+  Observe("ReleaseMatrix", s.code(), nullptr);
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GemmServiceImpl::ListMatrices(grpc::CallbackServerContext* context,
+                                                        const v1::ListMatricesRequest* /*request*/,
+                                                        v1::ListMatricesResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  for (const auto& e : engine_->registry().List()) {
+    ToProto(*e.matrix, e.in_flight, response->add_matrices());
+  }
+  Observe("ListMatrices", absl::StatusCode::kOk, nullptr);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GemmServiceImpl::GetServerInfo(
+    grpc::CallbackServerContext* context, const v1::GetServerInfoRequest* /*request*/,
+    v1::ServerInfo* response) {
+  auto* reactor = context->DefaultReactor();
+  ToProto(engine_->backend().Describe(), engine_->limits(), response);
+  response->set_version(version_);
+  Observe("GetServerInfo", absl::StatusCode::kOk, nullptr);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace gemm::service

@@ -1,0 +1,207 @@
+// gemm_server: flags -> Options, backend selection, engine + gRPC service wiring, health and
+// reflection, Prometheus metrics, graceful drain on SIGTERM/SIGINT.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+#include "server/core/engine.h"
+#include "server/core/metrics.h"
+#include "server/cpu/cpu_backend.h"
+#include "server/grpc/gemm_service.h"
+#ifdef GEMM_HAVE_CUDA_BACKEND
+#include "server/gpu/cuda_backend.h"
+#endif
+
+ABSL_FLAG(std::string, host, "0.0.0.0", "Address to listen on.");
+ABSL_FLAG(int32_t, port, 50051, "gRPC port.");
+ABSL_FLAG(int32_t, metrics_port, 9464, "Prometheus /metrics HTTP port; 0 disables.");
+ABSL_FLAG(std::string, backend, "auto", "auto|cpu|cuda: auto uses CUDA when a GPU is present.");
+ABSL_FLAG(int32_t, drain_timeout_s, 30, "On SIGTERM/SIGINT, seconds to let in-flight RPCs finish.");
+ABSL_FLAG(int64_t, max_dim, 65536, "Largest M, N or K accepted.");
+ABSL_FLAG(int64_t, max_request_bytes, int64_t{1} << 30, "Largest operand payload of a request.");
+ABSL_FLAG(int64_t, max_message_bytes, (int64_t{1} << 30) + (int64_t{16} << 20),
+          "gRPC max send/receive message size (bytes).");
+ABSL_FLAG(int64_t, max_problems, 1024, "Largest batch count or group size.");
+ABSL_FLAG(int64_t, max_resident_bytes, int64_t{64} << 30, "Cap on resident matrix bytes.");
+ABSL_FLAG(int64_t, max_queue_delay_us, 200, "Longest a request waits to be coalesced (us).");
+ABSL_FLAG(int64_t, max_batch_rows, 4096, "Most rows (sum of M) in one coalesced GEMM.");
+ABSL_FLAG(int64_t, queue_capacity, 1024, "Most queued requests; beyond it UNAVAILABLE.");
+ABSL_FLAG(bool, batching, true, "Coalesce requests that share a resident B.");
+ABSL_FLAG(int32_t, cpu_workers, 2, "CPU backend worker threads.");
+ABSL_FLAG(int64_t, pool_cap_bytes, 0, "CUDA: device pool cap per GPU; 0 = 90% of free memory.");
+ABSL_FLAG(int64_t, staging_bytes, int64_t{512} << 20, "CUDA: pinned host staging bytes.");
+ABSL_FLAG(int32_t, streams_per_device, 4, "CUDA: streams per GPU.");
+ABSL_FLAG(bool, replicate_resident, false, "CUDA: place resident matrices on every GPU.");
+ABSL_FLAG(bool, self_test, true, "CUDA: self-test the kernel against cuBLASLt at start-up.");
+
+namespace {
+
+#ifndef GEMM_VERSION
+#define GEMM_VERSION "dev"
+#endif
+
+struct Options {
+  std::string host;
+  int port = 0;
+  int metrics_port = 0;
+  std::string backend;
+  absl::Duration drain_timeout;
+  gemm::core::GemmEngine::Options engine;
+  int cpu_workers = 2;
+#ifdef GEMM_HAVE_CUDA_BACKEND
+  gemm::gpu::CudaBackendOptions cuda;
+#endif
+};
+
+Options OptionsFromFlags() {
+  Options o;
+  o.host = absl::GetFlag(FLAGS_host);
+  o.port = absl::GetFlag(FLAGS_port);
+  o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o.backend = absl::GetFlag(FLAGS_backend);
+  o.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_s));
+  auto& l = o.engine.limits;
+  l.max_dim = absl::GetFlag(FLAGS_max_dim);
+  l.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  l.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+  l.max_problems = absl::GetFlag(FLAGS_max_problems);
+  l.max_resident_bytes = absl::GetFlag(FLAGS_max_resident_bytes);
+  auto& b = o.engine.batcher;
+  b.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+  b.max_batch_rows = absl::GetFlag(FLAGS_max_batch_rows);
+  b.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
+  b.enable_batching = absl::GetFlag(FLAGS_batching);
+  o.cpu_workers = absl::GetFlag(FLAGS_cpu_workers);
+#ifdef GEMM_HAVE_CUDA_BACKEND
+  o.cuda.pool_cap_bytes = absl::GetFlag(FLAGS_pool_cap_bytes);
+  o.cuda.staging_bytes = absl::GetFlag(FLAGS_staging_bytes);
+  o.cuda.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);
+  o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
+  o.cuda.self_test = absl::GetFlag(FLAGS_self_test);
+#endif
+  return o;
+}
+
+absl::StatusOr<std::unique_ptr<gemm::core::Backend>> MakeBackend(const Options& o) {
+  if (o.backend != "auto" && o.backend != "cpu" && o.backend != "cuda") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend: '", o.backend, "' is not one of auto, cpu, cuda"));
+  }
+#ifdef GEMM_HAVE_CUDA_BACKEND
+  if (o.backend == "cuda" || (o.backend == "auto" && gemm::gpu::CudaDeviceCount() > 0)) {
+    return gemm::gpu::CreateCudaBackend(o.cuda);
+  }
+#else
+  if (o.backend == "cuda") {
+    return absl::FailedPreconditionError("--backend=cuda: this build has no CUDA support");
+  }
+#endif
+  return gemm::cpu::CreateCpuBackend({.workers = o.cpu_workers});
+}
+
+int Run(const Options& o) {
+  // Block the termination signals in every thread; one waits for them below.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto backend = MakeBackend(o);
+  if (!backend.ok()) {
+    GEMM_LOG(ERROR) << "backend: " << backend.status();
+    return 1;
+  }
+  GEMM_LOG(INFO) << "backend: " << (*backend)->Name();
+  for (const auto& d : (*backend)->Describe().devices) {
+    GEMM_LOG(INFO) << "device " << d.ordinal << ": " << d.name << ", serving kernel " << d.kernel;
+  }
+  auto metrics = gemm::core::Metrics::Create(o.metrics_port);
+  if (!metrics.ok()) {
+    GEMM_LOG(ERROR) << "metrics: " << metrics.status();
+    return 1;
+  }
+  auto engine = gemm::core::GemmEngine::Create(o.engine, std::move(*backend));
+  if (!engine.ok()) {
+    GEMM_LOG(ERROR) << "engine: " << engine.status();
+    return 1;
+  }
+  gemm::core::Metrics* m = metrics->get();
+  gemm::service::GemmServiceImpl service(
+      engine->get(), GEMM_VERSION,
+      [m](absl::string_view method, absl::StatusCode code, const gemm::core::Timing* timing) {
+        m->RecordRpc(method, static_cast<int>(code));
+        if (timing != nullptr) m->RecordTiming(*timing);
+      });
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string address = absl::StrCat(o.host, ":", o.port);
+  int bound_port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(o.engine.limits.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(o.engine.limits.max_message_bytes));
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound_port == 0) {
+    GEMM_LOG(ERROR) << "could not listen on " << address;
+    return 1;
+  }
+  auto* health = server->GetHealthCheckService();
+  health->SetServingStatus("gemm.v1.GemmService", true);
+  health->SetServingStatus(true);
+  GEMM_LOG(INFO) << "gemm_server " << GEMM_VERSION << " listening on " << o.host << ":"
+                 << bound_port << (o.metrics_port ? absl::StrCat(", metrics on :", o.metrics_port)
+                                                  : std::string());
+  std::fflush(stdout);
+
+  // Periodic gauges (queue depth, pools, resident bytes) until shutdown.
+  std::atomic<bool> stop_gauges{false};
+  std::thread gauges([&] {
+    while (!stop_gauges.load()) {
+      m->SetQueueDepth((*engine)->batcher().QueueDepth());
+      m->SetResidentMatrices((*engine)->registry().List().size(),
+                             (*engine)->registry().resident_bytes());
+      for (const auto& d : (*engine)->backend().Describe().devices) {
+        m->SetPoolBytes(d.ordinal, d.pool_used_bytes, d.pool_capacity_bytes);
+        m->SetKernel(d.ordinal, d.kernel);
+      }
+      absl::SleepFor(absl::Milliseconds(500));
+    }
+  });
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  GEMM_LOG(INFO) << "signal " << sig << ": draining (up to " << o.drain_timeout << ")";
+  health->SetServingStatus("gemm.v1.GemmService", false);
+  health->SetServingStatus(false);
+  server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(o.drain_timeout));
+  (*engine)->Shutdown();
+  stop_gauges = true;
+  gauges.join();
+  GEMM_LOG(INFO) << "stopped";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("gemm_server: BF16 GEMM over gRPC. See --helpfull.");
+  absl::ParseCommandLine(argc, argv);
+  return Run(OptionsFromFlags());
+}

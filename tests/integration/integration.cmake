@@ -1,0 +1,16 @@
+# Integration tests: the real gemm_server binary on loopback, called with the real client library.
+add_library(gemm_test_server_process STATIC ${CMAKE_CURRENT_LIST_DIR}/server_process.cc)
+target_link_libraries(gemm_test_server_process PUBLIC gemm_client_lib)
+target_include_directories(gemm_test_server_process PUBLIC ${PROJECT_SOURCE_DIR})
+target_compile_definitions(gemm_test_server_process
+                           PRIVATE GEMM_SERVER_PATH="$<TARGET_FILE:gemm_server>")
+add_dependencies(gemm_test_server_process gemm_server)
+
+add_executable(integration_test
+  ${CMAKE_CURRENT_LIST_DIR}/gemm_requests_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/bad_input_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/lifecycle_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/test_util.cc)
+target_link_libraries(integration_test PRIVATE gemm_test_server_process gemm_common
+                                               GTest::gtest_main absl::random_random)
+gtest_discover_tests(integration_test DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300)
