@@ -1,0 +1,250 @@
+#!/usr/bin/python3
+"""End-to-end tests of gemm_loadgen against the real gemm_server (CPU backend): short, bounded
+runs whose JSON, CSV and HTML reports are parsed back and checked.
+
+  /usr/bin/python3 tests/loadgen/run_loadgen_test.py --case closed \
+      --loadgen build/client/loadgen/gemm_loadgen --server build/server/gemm_server --workdir /tmp/x
+
+Cases: closed, open, verify, stopped, interrupt.
+"""
+
+import argparse
+import csv
+import html.parser
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "python"))
+from gemm_test_server import Server, free_port  # noqa: E402
+
+from gemm_client import GemmClient  # noqa: E402
+
+# Keep every run short: small shapes, short windows, few of them.
+FAST = ["--warmup_s=0.3", "--window_s=0.5", "--max_windows=4", "--progress=off",
+        "--stability_pct=50"]
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+class HtmlStats(html.parser.HTMLParser):
+    """Counts tags and collects text and external references of an HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags = {}
+        self.text = []
+        self.external = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        for name, value in attrs:
+            if name in ("src", "href") and value and not value.startswith("#"):
+                self.external.append(value)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def run_loadgen(args, loadgen, workdir, name, timeout=60):
+    paths = {ext: os.path.join(workdir, f"{name}.{ext}") for ext in ("json", "csv", "html")}
+    for p in paths.values():
+        if os.path.exists(p):
+            os.remove(p)
+    cmd = [loadgen] + args + [f"--json={paths['json']}", f"--csv={paths['csv']}",
+                              f"--html={paths['html']}"]
+    print("+", " ".join(cmd), flush=True)
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    print(out.stdout)
+    print(out.stderr, file=sys.stderr)
+    print(f"exit {out.returncode} after {time.monotonic() - t0:.1f}s", flush=True)
+    return out, paths
+
+
+def parse_reports(paths):
+    with open(paths["json"]) as f:
+        report = json.load(f)
+    with open(paths["csv"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(paths["html"]) as f:
+        page = f.read()
+    stats = HtmlStats()
+    stats.feed(page)
+    # The CSV repeats the JSON's figures.
+    check(len(rows) == len(report["points"]), "CSV rows != JSON points")
+    for row, point in zip(rows, report["points"]):
+        check(row["label"] == point["label"], f"label {row['label']} != {point['label']}")
+        check(int(row["requests_ok"]) == point["requests_ok"], "requests_ok differs")
+        check(int(row["requests_failed"]) == point["requests_failed"], "requests_failed differs")
+        check(abs(float(row["throughput_rps"]) - point["throughput_rps"]) <=
+              1e-3 * max(1.0, point["throughput_rps"]), "throughput differs")
+        check(abs(float(row["lat_p99_ms"]) - point["latency_ms"]["p99"]) <= 1e-5,
+              "p99 differs")
+    # The HTML is self-contained: charts are inline SVG, nothing is fetched, no scripts.
+    check(stats.tags.get("svg", 0) >= 3, f"expected 3 inline SVG charts, got {stats.tags}")
+    check("script" not in stats.tags, "HTML has a script")
+    check(not stats.external, f"HTML references external resources: {stats.external}")
+    text = " ".join(stats.text)
+    for title in ("Latency vs throughput", "Latency by percentile", "Server time per request"):
+        check(title in text, f"HTML lacks chart '{title}'")
+    for point in report["points"]:
+        check(point["label"] in text, f"HTML lacks point {point['label']}")
+    return report, rows, text
+
+
+def check_healthy_point(point):
+    lat = point["latency_ms"]
+    check(point["requests_ok"] > 0, f"{point['label']}: no successful requests")
+    check(point["requests_failed"] == 0 and point["errors"] == {},
+          f"{point['label']}: errors {point['errors']}")
+    check(point["throughput_rps"] > 0 and point["tflops"] > 0 and point["payload_gbps"] > 0,
+          f"{point['label']}: zero throughput figures")
+    check(0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"] <= lat["max"],
+          f"{point['label']}: percentiles out of order {lat}")
+    check(lat["min"] <= lat["mean"] <= lat["max"], f"{point['label']}: mean outside [min,max]")
+    curve = [ms for _, ms in point["latency_percentiles_ms"]]
+    check(curve == sorted(curve), "percentile curve not monotonic")
+    check(1 <= point["windows"] <= 4, f"windows {point['windows']}")
+    check(point["server_timing_us"]["responses"] == point["requests_ok"],
+          "server timing not taken from every response")
+    check(point["server_timing_us"]["total"] > 0, "server total time is zero")
+    check(point["kernels"], "no kernel names recorded")
+
+
+def case_closed(a):
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        out, paths = run_loadgen(["--target=" + server.target, "--shapes=64x64x64@3,32x64x16@1",
+                                  "--concurrency=1:2:x2", "--channels=2"] + FAST,
+                                 a.loadgen, a.workdir, "closed")
+    check(out.returncode == 0, f"exit {out.returncode}")
+    report, _, _ = parse_reports(paths)
+    check(report["mode"] == "closed", "mode")
+    check(report["server"]["backend"] == "cpu", f"server {report['server']}")
+    check([p["concurrency"] for p in report["points"]] == [1, 2], "sweep points")
+    for p in report["points"]:
+        check_healthy_point(p)
+    check("concurrency=2" in out.stdout and "p99.9 ms" in out.stdout, "stdout table")
+
+
+def case_open(a):
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        out, paths = run_loadgen(["--target=" + server.target, "--shapes=64x64x64",
+                                  "--rate=40:80:x2", "--arrival=poisson", "--b=resident",
+                                  "--rpc=stream", "--streams_per_channel=2"] + FAST,
+                                 a.loadgen, a.workdir, "open")
+        # The resident matrices the tool registered are released at the end.
+        with GemmClient(server.target, timeout=10) as c:
+            left = [m.name for m in c.list_matrices()]
+    check(out.returncode == 0, f"exit {out.returncode}")
+    check(not left, f"resident matrices left behind: {left}")
+    report, _, _ = parse_reports(paths)
+    check(report["mode"] == "open" and report["arrival"] == "poisson", "mode")
+    check(report["workload"]["b"] == "resident" and report["workload"]["rpc"] == "stream",
+          "workload")
+    check([p["target_rate"] for p in report["points"]] == [40, 80], "sweep points")
+    for p in report["points"]:
+        check_healthy_point(p)
+        # An open loop delivers the offered rate (Poisson: allow sampling noise).
+        check(0.6 * p["target_rate"] <= p["throughput_rps"] <= 1.4 * p["target_rate"],
+              f"{p['label']}: throughput {p['throughput_rps']}")
+
+
+def case_verify(a):
+    workload = os.path.join(a.workdir, "verify.workload")
+    with open(workload, "w") as f:
+        f.write("# verify run\nshapes = 33x17x65@1, 64x64x64@1\nb_layout = nk\n"
+                "output_dtype = bf16\nconcurrency = 2\n")
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        # The command line overrides the file's output_dtype.
+        out, paths = run_loadgen(["--target=" + server.target, f"--workload={workload}",
+                                  "--output_dtype=fp32", "--verify_fraction=1"] + FAST,
+                                 a.loadgen, a.workdir, "verify")
+    check(out.returncode == 0, f"exit {out.returncode}")
+    report, _, _ = parse_reports(paths)
+    w = report["workload"]
+    check(w["b_layout"] == "nk" and w["output_dtype"] == "fp32" and len(w["shapes"]) == 2,
+          f"workload file/flags not applied: {w}")
+    check(report["points"][0]["concurrency"] == 2, "concurrency from the workload file")
+    for p in report["points"]:
+        check_healthy_point(p)
+        check(p["verify"]["checked"] == p["requests_ok"], f"verify {p['verify']}")
+        check(p["verify"]["mismatches"] == 0, f"mismatches {p['verify']}")
+
+
+def case_stopped(a):
+    target = f"127.0.0.1:{free_port()}"  # nothing listens there
+    out, paths = run_loadgen(["--target=" + target, "--shapes=16x16x16", "--concurrency=2",
+                              "--warmup_s=0.2", "--window_s=0.3", "--max_windows=3",
+                              "--progress=off"], a.loadgen, a.workdir, "stopped")
+    check(out.returncode == 1, f"expected exit 1, got {out.returncode}")
+    check("UNAVAILABLE" in out.stdout, "stdout does not report UNAVAILABLE")
+    with open(paths["json"]) as f:
+        report = json.load(f)
+    check(report["server"]["error"], "server error not reported")
+    for p in report["points"]:
+        check(p["requests_ok"] == 0, "requests succeeded against a stopped server")
+        check(p["errors"].get("UNAVAILABLE", 0) > 0, f"errors {p['errors']}")
+    with open(paths["html"]) as f:
+        page = f.read()
+    check("Errors by status code" in page and "UNAVAILABLE" in page, "HTML error table")
+
+
+def case_interrupt(a):
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        paths = {ext: os.path.join(a.workdir, f"interrupt.{ext}") for ext in ("json", "csv", "html")}
+        cmd = [a.loadgen, "--target=" + server.target, "--shapes=32x32x32", "--concurrency=1:8:x2",
+               "--warmup_s=0.2", "--window_s=5", "--max_windows=10", "--progress=off",
+               f"--json={paths['json']}", f"--csv={paths['csv']}", f"--html={paths['html']}"]
+        print("+", " ".join(cmd), flush=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+        print(stdout)
+        print(stderr, file=sys.stderr)
+        elapsed = time.monotonic() - t0
+    check(proc.returncode == 130, f"expected exit 130, got {proc.returncode}")
+    check(elapsed < 10, f"took {elapsed:.1f}s to stop")
+    check("INTERRUPTED" in stdout, "stdout does not say INTERRUPTED")
+    report, _, _ = parse_reports(paths)
+    check(report["interrupted"] is True, "JSON interrupted flag")
+    check(len(report["points"]) == 1, "points after the interrupted one ran")
+    check(report["points"][0]["requests_ok"] > 0, "interrupted point has no data")
+
+
+CASES = {"closed": case_closed, "open": case_open, "verify": case_verify,
+         "stopped": case_stopped, "interrupt": case_interrupt}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", required=True, choices=sorted(CASES))
+    parser.add_argument("--loadgen", required=True)
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--workdir", required=True)
+    a = parser.parse_args()
+    os.makedirs(a.workdir, exist_ok=True)
+    try:
+        CASES[a.case](a)
+    except Failure as e:
+        print(f"FAIL ({a.case}): {e}", file=sys.stderr)
+        return 1
+    print(f"PASS ({a.case})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
