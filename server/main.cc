@@ -135,7 +135,9 @@ int Run(const Options& o) {
     GEMM_LOG(ERROR) << "metrics: " << metrics.status();
     return 1;
   }
-  auto engine = gemm::core::GemmEngine::Create(o.engine, std::move(*backend));
+  gemm::core::GemmEngine::Options engine_options = o.engine;
+  engine_options.batcher.metrics = metrics->get();  // queue depth and drop counters
+  auto engine = gemm::core::GemmEngine::Create(engine_options, std::move(*backend));
   if (!engine.ok()) {
     GEMM_LOG(ERROR) << "engine: " << engine.status();
     return 1;
@@ -170,11 +172,10 @@ int Run(const Options& o) {
                                                   : std::string());
   std::fflush(stdout);
 
-  // Periodic gauges (queue depth, pools, resident bytes) until shutdown.
+  // Periodic gauges (pools, resident bytes, serving kernel) until shutdown.
   std::atomic<bool> stop_gauges{false};
   std::thread gauges([&] {
     while (!stop_gauges.load()) {
-      m->SetQueueDepth((*engine)->batcher().QueueDepth());
       m->SetResidentMatrices((*engine)->registry().List().size(),
                              (*engine)->registry().resident_bytes());
       for (const auto& d : (*engine)->backend().Describe().devices) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -53,6 +54,7 @@ class GemmEngine {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Batcher> batcher_;
   std::unique_ptr<MatrixRegistry> registry_;
+  std::vector<std::string> kernels_;  // usable kernel names a request may ask for
   std::atomic<bool> shut_down_{false};
 };
 

@@ -145,6 +145,13 @@ TEST_F(BadInputTest, CWithWrongShapeAndBetaWithoutC) {
                   "problem.beta");
 }
 
+TEST_F(BadInputTest, UnknownKernelAndPriority) {
+  ExpectGemmError([](v1::GemmRequest* r) { r->set_kernel("warp_drive"); }, kInvalid, "kernel");
+  ExpectGemmError([](v1::GemmRequest* r) { r->set_priority(static_cast<v1::Priority>(5)); },
+                  kInvalid, "priority");
+  ExpectGemmError([](v1::GemmRequest* r) { r->set_timeout_us(-1); }, kInvalid, "timeout_us");
+}
+
 TEST_F(BadInputTest, BadGroupEntryNamesItsIndex) {
   ExpectGemmError(
       [](v1::GemmRequest* r) {
