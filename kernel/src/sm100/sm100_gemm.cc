@@ -17,6 +17,7 @@
 #include "sm100/sm100_config.h"
 #include "sm100/sm100_params.h"
 #include "sm100/sm100_scheduler.h"
+#include "validate.h"
 
 namespace gemm::kernel::sm100 {
 namespace {
@@ -193,9 +194,6 @@ using Sched = TileScheduler<256, kUmmaN, 64>;
 
 absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t stream,
                          const DeviceInfo& dev) {
-  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || bs.batch > INT32_MAX) {
-    return absl::InvalidArgumentError("sm100 kernel: dimension over 2^31");
-  }
   const bool swap_ab = p.m <= kSmallM;
   const VariantKey key = KeyOf(p, swap_ab);
   absl::StatusOr<ProblemMaps> maps = BuildMaps(p, bs, key);
@@ -233,6 +231,13 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   absl::StatusOr<DeviceInfo> dev = QueryDevice();
   if (!dev.ok()) return dev.status();
   const Problem& p = args.problem;
+  // UNIMPLEMENTED lets the automatic dispatch fall back to cuBLASLt.
+  if (!TmaCompatible(p)) {
+    return absl::UnimplementedError("sm100 kernel needs 16-byte aligned pointers and pitches");
+  }
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || args.batch > INT32_MAX) {
+    return absl::UnimplementedError("sm100 kernel: dimension over 2^31");
+  }
   const std::size_t es = DTypeSize(p.d_dtype);
   const bool needs_c = p.beta != 0.0f && p.c != nullptr;
   const bool one_launch =
@@ -243,7 +248,15 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
     BatchStrides bs{args.batch, args.stride_a, args.stride_b, args.stride_c, args.stride_d};
     return LaunchBatch(p, bs, stream, *dev);
   }
-  // Strides TMA cannot express (e.g. a broadcast operand with stride 0): one launch per entry.
+  // Strides TMA cannot express (a broadcast operand with stride 0): one launch per entry, as
+  // long as every entry stays 16-byte aligned.
+  auto aligned = [](int64_t stride, std::size_t elem) {
+    return (stride * static_cast<int64_t>(elem)) % 16 == 0;
+  };
+  if (!aligned(args.stride_a, 2) || !aligned(args.stride_b, 2) || !aligned(args.stride_d, es) ||
+      (needs_c && !aligned(args.stride_c, es))) {
+    return absl::UnimplementedError("sm100 kernel needs 16-byte aligned batch strides");
+  }
   for (int64_t i = 0; i < args.batch; ++i) {
     Problem e = p;
     e.a = static_cast<const uint16_t*>(p.a) + i * args.stride_a;
@@ -260,6 +273,12 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   if (group.empty()) return absl::OkStatus();
   absl::StatusOr<DeviceInfo> dev = QueryDevice();
   if (!dev.ok()) return dev.status();
+  for (const Problem& p : group) {
+    if (!TmaCompatible(p) || p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX) {
+      return absl::UnimplementedError(
+          "sm100 kernel needs 16-byte aligned pointers and pitches and dimensions below 2^31");
+    }
+  }
   const std::size_t need = WorkspaceBytes(group);
   if (opts.workspace == nullptr || opts.workspace_bytes < need ||
       reinterpret_cast<uintptr_t>(opts.workspace) % kGroupAlign != 0) {
@@ -274,9 +293,6 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   auto* maps = reinterpret_cast<ProblemMaps*>(host.data());
   auto* shapes = reinterpret_cast<ProblemShape*>(host.data() + GroupMapsBytes(group.size()));
   for (std::size_t i = 0; i < group.size(); ++i) {
-    if (group[i].m > INT32_MAX || group[i].n > INT32_MAX || group[i].k > INT32_MAX) {
-      return absl::InvalidArgumentError("sm100 kernel: dimension over 2^31");
-    }
     absl::StatusOr<ProblemMaps> m = BuildMaps(group[i], BatchStrides{}, key);
     if (!m.ok()) return m.status();
     maps[i] = *m;

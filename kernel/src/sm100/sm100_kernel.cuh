@@ -125,6 +125,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     }
     ptx::FenceMbarrierInit();
   }
+  __syncwarp();  // barrier.cluster is .aligned: every warp converged
   ptx::ClusterSync();
   if (warp == kTmemWarp) {
     ptx::Tcgen05Alloc2Cta(tmem_slot, Cfg::kTmemCols);
