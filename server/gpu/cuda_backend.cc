@@ -1,0 +1,200 @@
+// CudaBackend: devices, self-test, executors and resident-matrix placement behind the
+// core::Backend seam (see cuda_backend.h).
+#include "server/gpu/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "gemm/kernel.h"
+#include "server/gpu/cuda_util.h"
+#include "server/gpu/device_context.h"
+#include "server/gpu/executor.h"
+#include "server/gpu/resident.h"
+#include "server/gpu/self_test.h"
+#include "server/gpu/staging_pool.h"
+
+namespace gemm::gpu {
+namespace {
+
+class CudaBackend final : public core::Backend {
+ public:
+  CudaBackend(const CudaBackendOptions& options, std::unique_ptr<StagingPool> staging,
+              std::vector<std::shared_ptr<DeviceContext>> devices)
+      : options_(options), staging_(std::move(staging)), devices_(std::move(devices)) {
+    for (const auto& d : devices_) {
+      executors_.push_back(std::make_unique<Executor>(d, staging_.get()));
+    }
+  }
+
+  ~CudaBackend() override {
+    Stop();
+    uploader_.reset();  // runs queued uploads first
+  }
+
+  std::string Name() const override { return "cuda"; }
+
+  core::BackendDescription Describe() const override {
+    core::BackendDescription d;
+    d.name = "cuda";
+    std::map<std::string, core::KernelDescription> kernels;
+    for (const auto& dev : devices_) {
+      core::DeviceDescription dd;
+      dd.ordinal = dev->ordinal();
+      dd.name = dev->name();
+      dd.cc_major = dev->cc_major();
+      dd.cc_minor = dev->cc_minor();
+      dd.multiprocessors = dev->multiprocessors();
+      dd.memory_bytes = dev->memory_bytes();
+      dd.pool_capacity_bytes = dev->pool().cap_bytes();
+      dd.pool_used_bytes = dev->pool().used_bytes();
+      dd.kernel = kernel::KernelName(dev->serving());
+      d.devices.push_back(dd);
+      const std::string sel = kernel::KernelName(dev->selected());
+      auto& k = kernels[sel];
+      const bool first = k.name.empty();
+      k.name = sel;
+      k.usable = first ? dev->selected_usable() : (k.usable && dev->selected_usable());
+      k.detail = absl::StrCat(k.detail, k.detail.empty() ? "" : "; ", "device ", dev->ordinal(),
+                              ": ", dev->self_test_detail());
+    }
+    const std::string lt = kernel::KernelName(kernel::KernelKind::kCublasLt);
+    if (!kernels.contains(lt)) {
+      kernels[lt] = {lt, true, "cuBLASLt reference and fallback"};
+    }
+    for (auto& [name, k] : kernels) d.kernels.push_back(k);
+    return d;
+  }
+
+  std::vector<int> Devices() const override {
+    std::vector<int> out;
+    for (const auto& d : devices_) out.push_back(d->ordinal());
+    return out;
+  }
+
+  absl::Status Start(core::WorkSource* source) override {
+    absl::MutexLock lock(&mu_);
+    if (started_) return absl::FailedPreconditionError("cuda backend already started");
+    started_ = true;
+    for (auto& e : executors_) e->Start(source);
+    return absl::OkStatus();
+  }
+
+  void Stop() override {
+    absl::MutexLock lock(&mu_);
+    if (!started_ || stopped_) return;
+    stopped_ = true;
+    for (auto& e : executors_) e->Join();
+  }
+
+  absl::StatusOr<std::unique_ptr<core::MatrixUpload>> BeginUpload(
+      core::ResidentMatrix::Desc desc) override {
+    std::vector<std::shared_ptr<DeviceContext>> targets;
+    const bool explicit_devices =
+        !desc.devices.empty() &&
+        std::none_of(desc.devices.begin(), desc.devices.end(), [](int d) { return d < 0; });
+    if (explicit_devices) {
+      for (int want : desc.devices) {
+        auto it = std::find_if(devices_.begin(), devices_.end(),
+                               [want](const auto& d) { return d->ordinal() == want; });
+        if (it == devices_.end()) {
+          return absl::InvalidArgumentError(absl::StrCat("no CUDA device ", want));
+        }
+        targets.push_back(*it);
+      }
+    } else if (options_.replicate_resident) {
+      targets = devices_;
+    } else {
+      // Least loaded: most pool bytes free.
+      auto it =
+          std::max_element(devices_.begin(), devices_.end(), [](const auto& x, const auto& y) {
+            return x->pool().cap_bytes() - x->pool().used_bytes() <
+                   y->pool().cap_bytes() - y->pool().used_bytes();
+          });
+      targets.push_back(*it);
+    }
+    return BeginCudaUpload(std::move(desc), std::move(targets), uploader_.get());
+  }
+
+ private:
+  const CudaBackendOptions options_;
+  std::unique_ptr<StagingPool> staging_;
+  std::vector<std::shared_ptr<DeviceContext>> devices_;
+  std::vector<std::unique_ptr<Executor>> executors_;
+  std::unique_ptr<TaskThread> uploader_ = std::make_unique<TaskThread>();
+  absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+int CudaDeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
+    const CudaBackendOptions& options) {
+  const int count = CudaDeviceCount();
+  if (count == 0) return absl::FailedPreconditionError("no CUDA device visible");
+  if (options.streams_per_device < 1) {
+    return absl::InvalidArgumentError("streams_per_device must be >= 1");
+  }
+  std::vector<std::shared_ptr<DeviceContext>> devices;
+  for (int i = 0; i < count; ++i) {
+    auto ctx = DeviceContext::Create({.ordinal = i,
+                                      .pool_cap_bytes = options.pool_cap_bytes,
+                                      .streams = options.streams_per_device,
+                                      .high_priority_streams = 2});
+    if (!ctx.ok()) {
+      return absl::Status(ctx.status().code(),
+                          absl::StrCat("device ", i, ": ", ctx.status().message()));
+    }
+    DeviceContext& d = **ctx;
+    absl::StatusOr<kernel::KernelKind> sel = kernel::SelectKernel(i);
+    if (!sel.ok()) return sel.status();
+    bool usable = true;
+    std::string detail = "self-test skipped";
+    if (options.self_test) {
+      SelfTestOptions sto;
+      sto.force_mismatch = options.self_test_force_mismatch;
+      absl::Status st = SelfTest(i, *sel, sto, &detail);
+      usable = st.ok();
+      if (!usable) {
+        if (*sel == kernel::KernelKind::kCublasLt) {
+          // Nothing to fall back to: the device cannot serve correct results.
+          GEMM_LOG(ERROR) << "device " << i << ": cuBLASLt self-test FAILED: " << detail;
+          return absl::Status(st.code(), absl::StrCat("device ", i, " self-test: ", detail));
+        }
+        GEMM_LOG(ERROR) << "!!! device " << i << " (" << d.name() << "): kernel "
+                        << kernel::KernelName(*sel) << " FAILED its self-test and is marked "
+                        << "UNUSABLE; serving through cublaslt. " << detail;
+      }
+    }
+    d.SetKernel(*sel, usable, detail);
+    GEMM_LOG(INFO) << "device " << i << ": " << d.name() << ", compute capability " << d.cc_major()
+                   << "." << d.cc_minor() << ", " << d.multiprocessors() << " SMs, "
+                   << (d.memory_bytes() >> 20) << " MiB; pool cap " << (d.pool().cap_bytes() >> 20)
+                   << " MiB; serving kernel " << kernel::KernelName(d.serving()) << " (" << detail
+                   << ")";
+    devices.push_back(std::move(*ctx));
+  }
+  auto staging = StagingPool::Create(
+      {.total_bytes = options.staging_bytes,
+       .slab_bytes = std::min<int64_t>(options.staging_bytes, int64_t{128} << 20)});
+  if (!staging.ok()) return staging.status();
+  return std::unique_ptr<core::Backend>(
+      new CudaBackend(options, std::move(*staging), std::move(devices)));
+}
+
+}  // namespace gemm::gpu

@@ -1,0 +1,39 @@
+// Public entry point of the CUDA backend: the core::Backend that serves GEMMs on the visible
+// NVIDIA GPUs. No CUDA headers here (main.cc and the server core include it).
+//
+// Start-up enumerates the GPUs, reads their properties, creates per GPU a capped stream-ordered
+// memory pool, priority streams and an executor, and self-tests the device's kernel against
+// cuBLASLt (a kernel that fails is marked unusable; the device then serves through cuBLASLt).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "server/core/backend.h"
+
+namespace gemm::gpu {
+
+struct CudaBackendOptions {
+  // Per GPU device-pool cap in bytes; 0 = 90% of the memory free at start. Default 0.
+  int64_t pool_cap_bytes = 0;
+  // Pinned host staging pool, bytes in all (shared by the GPUs). Default 512 MiB.
+  int64_t staging_bytes = 512 << 20;
+  // Normal-priority streams per GPU (two more serve high-priority requests). Default 4.
+  int streams_per_device = 4;
+  // Place resident matrices on every GPU (else on the least-loaded one). Default false.
+  bool replicate_resident = false;
+  // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.
+  bool self_test = true;
+  // Testing hook: make the self-test see a mismatch, to exercise the cuBLASLt fallback.
+  bool self_test_force_mismatch = false;
+};
+
+// Number of CUDA devices visible (0 when no driver/GPU); never fails hard.
+int CudaDeviceCount();
+
+// Creates the backend on every visible GPU. FAILED_PRECONDITION when there is none; the CUDA
+// error as a status when a device cannot be set up.
+absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(const CudaBackendOptions& options);
+
+}  // namespace gemm::gpu

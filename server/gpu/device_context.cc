@@ -1,0 +1,118 @@
+// DeviceContext: per-GPU pool, streams, workspaces and events (see device_context.h).
+#include "server/gpu/device_context.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "server/gpu/cuda_util.h"
+
+namespace gemm::gpu {
+
+absl::StatusOr<std::shared_ptr<DeviceContext>> DeviceContext::Create(const Options& options) {
+  GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(options.ordinal), "cudaSetDevice"));
+  std::shared_ptr<DeviceContext> ctx(new DeviceContext(options.ordinal));
+  cudaDeviceProp prop = {};
+  GPU_RETURN_IF_ERROR(
+      CudaStatus(cudaGetDeviceProperties(&prop, options.ordinal), "cudaGetDeviceProperties"));
+  ctx->name_ = prop.name;
+  ctx->cc_major_ = prop.major;
+  ctx->cc_minor_ = prop.minor;
+  ctx->sms_ = prop.multiProcessorCount;
+  ctx->memory_bytes_ = static_cast<int64_t>(prop.totalGlobalMem);
+
+  auto pool = DevicePool::Create({.device = options.ordinal, .cap_bytes = options.pool_cap_bytes});
+  if (!pool.ok()) return pool.status();
+  ctx->pool_ = std::move(*pool);
+
+  int least = 0, greatest = 0;  // numerically: greatest priority is the lowest number
+  GPU_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetStreamPriorityRange(&least, &greatest),
+                                 "cudaDeviceGetStreamPriorityRange"));
+  GPU_RETURN_IF_ERROR(CudaStatus(
+      cudaStreamCreateWithFlags(&ctx->upload_stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+
+  // Workspace every stream keeps: enough for cuBLASLt (the fallback) and the native kernels'
+  // usual needs; a call that needs more takes it from the batch's own allocation.
+  kernel::StridedBatch probe;
+  probe.problem.m = probe.problem.n = probe.problem.k = 4096;
+  const int64_t ws =
+      static_cast<int64_t>(kernel::WorkspaceBytes(probe, kernel::KernelKind::kCublasLt));
+  auto make = [&](bool high, std::vector<StreamSlot>* out) -> absl::Status {
+    StreamSlot slot;
+    slot.high_priority = high;
+    GPU_RETURN_IF_ERROR(CudaStatus(
+        cudaStreamCreateWithPriority(&slot.stream, cudaStreamNonBlocking, high ? greatest : least),
+        "cudaStreamCreateWithPriority"));
+    out->push_back(slot);  // pushed first so the destructor destroys it on failure below
+    if (ws > 0) {
+      auto p = ctx->pool_->Allocate(ws, slot.stream);
+      if (!p.ok()) return p.status();
+      out->back().workspace = *p;
+      out->back().workspace_bytes = ws;
+    }
+    return absl::OkStatus();
+  };
+  for (int i = 0; i < std::max(1, options.streams); ++i) {
+    GPU_RETURN_IF_ERROR(make(false, &ctx->normal_));
+  }
+  for (int i = 0; i < std::max(1, options.high_priority_streams); ++i) {
+    GPU_RETURN_IF_ERROR(make(true, &ctx->high_));
+  }
+  return ctx;
+}
+
+DeviceContext::~DeviceContext() {
+  cudaSetDevice(ordinal_);
+  cudaDeviceSynchronize();
+  for (std::vector<StreamSlot>* v : {&normal_, &high_}) {
+    for (StreamSlot& s : *v) {
+      if (s.workspace != nullptr && pool_ != nullptr) {
+        (void)pool_->FreeAsync(s.workspace, s.stream);
+        pool_->Release(s.workspace_bytes);
+      }
+      cudaStreamSynchronize(s.stream);
+      cudaStreamDestroy(s.stream);
+    }
+  }
+  if (upload_stream_ != nullptr) {
+    cudaStreamSynchronize(upload_stream_);
+    cudaStreamDestroy(upload_stream_);
+  }
+  {
+    absl::MutexLock lock(&events_mu_);
+    for (cudaEvent_t e : all_events_) cudaEventDestroy(e);
+  }
+  pool_.reset();
+  (void)cudaGetLastError();
+}
+
+const StreamSlot& DeviceContext::NextStream(bool high_priority) {
+  if (high_priority) {
+    return high_[next_high_.fetch_add(1, std::memory_order_relaxed) % high_.size()];
+  }
+  return normal_[next_normal_.fetch_add(1, std::memory_order_relaxed) % normal_.size()];
+}
+
+absl::StatusOr<cudaEvent_t> DeviceContext::GetEvent() {
+  {
+    absl::MutexLock lock(&events_mu_);
+    if (!free_events_.empty()) {
+      cudaEvent_t e = free_events_.back();
+      free_events_.pop_back();
+      return e;
+    }
+  }
+  cudaEvent_t e = nullptr;
+  GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(ordinal_), "cudaSetDevice"));
+  GPU_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&e), "cudaEventCreate"));
+  absl::MutexLock lock(&events_mu_);
+  all_events_.push_back(e);
+  return e;
+}
+
+void DeviceContext::PutEvent(cudaEvent_t event) {
+  if (event == nullptr) return;
+  absl::MutexLock lock(&events_mu_);
+  free_events_.push_back(event);
+}
+
+}  // namespace gemm::gpu

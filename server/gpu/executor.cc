@@ -1,0 +1,786 @@
+// Executor of one GPU (see executor.h): batch -> units -> plan -> pool/staging -> stream work ->
+// host callback -> completion thread.
+#include "server/gpu/executor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/log.h"
+#include "gemm/kernel.h"
+#include "server/gpu/cuda_util.h"
+#include "server/gpu/resident.h"
+
+namespace gemm::gpu {
+namespace {
+
+constexpr int64_t kAlign = 256;  // sub-allocation alignment (TMA needs 16)
+
+// One host->device 2D copy: `rows` rows of `row_bytes` contiguous host bytes into a device region
+// with row pitch `dpitch`, through staging bytes at `stage_off`.
+struct InCopy {
+  const char* host = nullptr;
+  int64_t rows = 0, row_bytes = 0, dev_off = 0, dpitch = 0, stage_off = 0;
+};
+
+// One device->host 2D copy of a whole output (item `item`, output `output`).
+struct OutCopy {
+  size_t item = 0, output = 0;
+  int64_t dev_off = 0, dpitch = 0, rows = 0, row_bytes = 0, stage_off = 0;
+};
+
+// One kernel-library call.
+struct Launch {
+  bool grouped = false;
+  kernel::StridedBatch batch;
+  std::vector<kernel::Problem> group;
+};
+
+enum class UnitShape { kStacked, kStrided, kGroup };
+
+kernel::DType ToKernel(core::DType t) {
+  return t == core::DType::kBF16 ? kernel::DType::kBF16 : kernel::DType::kFP32;
+}
+kernel::BLayout ToKernel(core::BLayout l) {
+  return l == core::BLayout::kKN ? kernel::BLayout::kKN : kernel::BLayout::kNK;
+}
+
+int64_t PitchElems(int64_t cols, int64_t elem_bytes) {
+  return RoundUp(cols * elem_bytes, 16) / elem_bytes;
+}
+
+}  // namespace
+
+// A group of items run by one or a few kernel calls on one stream, with one device allocation
+// and one staging block. Owned by the executor thread until enqueued, then by the host callback
+// and completion thread.
+struct Unit {
+  Executor* owner = nullptr;
+  std::vector<std::shared_ptr<core::WorkItem>> items;
+  UnitShape shape = UnitShape::kStacked;
+  absl::Time released;
+  bool high_priority = false;
+  kernel::KernelKind kind = kernel::KernelKind::kAuto;
+  bool explicit_kernel = false;
+  std::string kernel_name;
+  int64_t batch_rows = 0;
+
+  // Plan (offsets relative to the device allocation / staging block).
+  std::vector<InCopy> ins;
+  std::vector<OutCopy> outs;
+  std::vector<Launch> launches;
+  std::vector<std::vector<core::Output>> outputs;  // per item
+  int64_t device_bytes = 0;
+  int64_t staging_bytes = 0;
+  int64_t workspace_bytes = 0;  // the largest any launch needs
+  int64_t workspace_off = -1;   // in the device allocation; -1: the stream's own workspace
+
+  // Resources.
+  const StreamSlot* slot = nullptr;
+  char* dev = nullptr;
+  int64_t dev_accounted = 0;
+  StagingBlock staging;
+  bool direct = false;  // operands too large for a staging block: copied from pageable memory
+  cudaEvent_t ev[4] = {nullptr, nullptr, nullptr, nullptr};
+  bool timed = false;
+  absl::Status status;
+};
+
+namespace {
+
+// Lays out a unit's operands: device offsets, staging offsets, copies and launches. Run twice:
+// once with base 0 to measure, once with the real device allocation.
+class Planner {
+ public:
+  Planner(Unit* u, uintptr_t base, int device) : u_(u), base_(base), device_(device) {}
+
+  int64_t TakeDev(int64_t bytes) {
+    const int64_t off = dev_;
+    dev_ = RoundUp(dev_ + std::max<int64_t>(bytes, 1), kAlign);
+    return off;
+  }
+  int64_t TakeStage(int64_t bytes) {
+    const int64_t off = stage_;
+    stage_ = RoundUp(stage_ + std::max<int64_t>(bytes, 1), kAlign);
+    return off;
+  }
+  void* Ptr(int64_t off) const { return reinterpret_cast<void*>(base_ + off); }
+  void In(const char* host, int64_t rows, int64_t row_bytes, int64_t dev_off, int64_t dpitch) {
+    u_->ins.push_back({host, rows, row_bytes, dev_off, dpitch, TakeStage(rows * row_bytes)});
+  }
+  void Out(size_t item, size_t output, int64_t dev_off, int64_t dpitch, int64_t rows,
+           int64_t row_bytes) {
+    u_->outs.push_back(
+        {item, output, dev_off, dpitch, rows, row_bytes, TakeStage(rows * row_bytes)});
+  }
+  int64_t dev_bytes() const { return dev_; }
+  int64_t stage_bytes() const { return stage_; }
+  int device() const { return device_; }
+
+  // B of `p` on the device: resident replica or an inline copy. Sets *ptr, *ld (elements) and
+  // *stride (elements between batch entries; 0 when shared).
+  absl::Status PlaceB(const core::Problem& p, void** ptr, int64_t* ld, int64_t* stride) {
+    const bool kn = p.b_layout == core::BLayout::kKN;
+    if (p.b_resident != nullptr) {
+      const auto* m = dynamic_cast<const CudaResidentMatrix*>(p.b_resident.get());
+      if (m == nullptr)
+        return absl::InternalError("resident matrix not stored by the CUDA backend");
+      if (m->k() != p.k || m->n() != p.n || m->desc().layout != p.b_layout) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "resident matrix ", m->desc().handle, " does not match the problem's K, N, layout"));
+      }
+      const CudaResidentMatrix::Replica* r = m->OnDevice(device_);
+      if (r == nullptr) {
+        return absl::FailedPreconditionError(absl::StrCat("resident matrix ", m->desc().handle,
+                                                          " does not live on device ", device_));
+      }
+      *ptr = r->ptr;
+      *ld = r->pitch_bytes / 2;
+      *stride = 0;
+      return absl::OkStatus();
+    }
+    const int64_t rows = kn ? p.k : p.n, cols = kn ? p.n : p.k;
+    const int64_t mats = p.b_shared ? 1 : p.count;
+    if (static_cast<int64_t>(p.b.size()) != mats * rows * cols * 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("B has ", p.b.size(), " bytes, expected ", mats * rows * cols * 2));
+    }
+    *ld = PitchElems(cols, 2);
+    const int64_t off = TakeDev(mats * rows * *ld * 2);
+    In(p.b.data(), mats * rows, cols * 2, off, *ld * 2);
+    *ptr = Ptr(off);
+    *stride = p.b_shared ? 0 : rows * *ld;
+    return absl::OkStatus();
+  }
+
+  // A, B, C, D of one (possibly batched) problem; output `output` of item `item`.
+  absl::StatusOr<kernel::StridedBatch> AddProblem(const core::Problem& p, size_t item,
+                                                  size_t output, bool batch_shape) {
+    if (p.m < 1 || p.n < 1 || p.k < 1 || p.count < 1) {
+      return absl::InvalidArgumentError("M, N, K and count must be >= 1");
+    }
+    const int64_t es = core::DTypeBytes(p.out_dtype);
+    if (static_cast<int64_t>(p.a.size()) != p.count * p.m * p.k * 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("A has ", p.a.size(), " bytes, expected ", p.count * p.m * p.k * 2));
+    }
+    const float beta = p.c.empty() ? 0.0f : p.beta;
+    if (beta != 0.0f && static_cast<int64_t>(p.c.size()) != p.count * p.m * p.n * es) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("C has ", p.c.size(), " bytes, expected ", p.count * p.m * p.n * es));
+    }
+    kernel::StridedBatch sb;
+    kernel::Problem& kp = sb.problem;
+    kp.m = p.m;
+    kp.n = p.n;
+    kp.k = p.k;
+    kp.lda = PitchElems(p.k, 2);
+    const int64_t off_a = TakeDev(p.count * p.m * kp.lda * 2);
+    In(p.a.data(), p.count * p.m, p.k * 2, off_a, kp.lda * 2);
+    kp.a = Ptr(off_a);
+    void* b = nullptr;
+    GPU_RETURN_IF_ERROR(PlaceB(p, &b, &kp.ldb, &sb.stride_b));
+    kp.b = b;
+    kp.b_layout = ToKernel(p.b_layout);
+    kp.ldd = kp.ldc = PitchElems(p.n, es);
+    if (beta != 0.0f) {
+      const int64_t off_c = TakeDev(p.count * p.m * kp.ldc * es);
+      In(p.c.data(), p.count * p.m, p.n * es, off_c, kp.ldc * es);
+      kp.c = Ptr(off_c);
+    }
+    const int64_t off_d = TakeDev(p.count * p.m * kp.ldd * es);
+    kp.d = Ptr(off_d);
+    Out(item, output, off_d, kp.ldd * es, p.count * p.m, p.n * es);
+    kp.d_dtype = ToKernel(p.out_dtype);
+    kp.alpha = p.alpha;
+    kp.beta = beta;
+    sb.batch = p.count;
+    sb.stride_a = p.m * kp.lda;
+    sb.stride_c = beta != 0.0f ? p.m * kp.ldc : 0;
+    sb.stride_d = p.m * kp.ldd;
+    core::Output out;
+    if (batch_shape || p.count > 1) out.shape.push_back(p.count);
+    out.shape.push_back(p.m);
+    out.shape.push_back(p.n);
+    out.dtype = p.out_dtype;
+    auto& outs = u_->outputs[item];
+    if (outs.size() <= output) outs.resize(output + 1);
+    outs[output] = std::move(out);
+    return sb;
+  }
+
+ private:
+  Unit* u_;
+  uintptr_t base_;
+  int device_;
+  int64_t dev_ = 0;
+  int64_t stage_ = 0;
+};
+
+// Items that share a resident B (same K, N, dtype, scalars or not) stacked along M.
+absl::Status PlanStacked(Unit& u, Planner& pl) {
+  const core::Problem& first = u.items[0]->request.problems[0];
+  const int64_t K = first.k, N = first.n;
+  const int64_t es = core::DTypeBytes(first.out_dtype);
+  void* b = nullptr;
+  int64_t ldb = 0, stride_b = 0;
+  GPU_RETURN_IF_ERROR(pl.PlaceB(first, &b, &ldb, &stride_b));
+  const int64_t lda = PitchElems(K, 2), ldd = PitchElems(N, es);
+  int64_t rows = 0;
+  bool any_c = false, uniform = true;
+  for (const auto& item : u.items) {
+    const core::Problem& p = item->request.problems[0];
+    if (p.k != K || p.n != N || p.out_dtype != first.out_dtype || p.b_layout != first.b_layout ||
+        p.count != 1 || p.m < 1) {
+      return absl::InternalError("stacked items differ in K, N, dtype, layout or count");
+    }
+    if (static_cast<int64_t>(p.a.size()) != p.m * K * 2) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("A has ", p.a.size(), " bytes, expected ", p.m * K * 2));
+    }
+    const float beta = p.c.empty() ? 0.0f : p.beta;
+    const float beta0 = first.c.empty() ? 0.0f : first.beta;
+    if (beta != 0.0f) {
+      any_c = true;
+      if (static_cast<int64_t>(p.c.size()) != p.m * N * es) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("C has ", p.c.size(), " bytes, expected ", p.m * N * es));
+      }
+    }
+    if (p.alpha != first.alpha || beta != beta0) uniform = false;
+    rows += p.m;
+  }
+  u.batch_rows = rows;
+  const int64_t off_a = pl.TakeDev(rows * lda * 2);
+  const int64_t off_c = any_c ? pl.TakeDev(rows * ldd * es) : -1;
+  const int64_t off_d = pl.TakeDev(rows * ldd * es);
+  std::vector<kernel::Problem> per_item;
+  int64_t row = 0;
+  for (size_t i = 0; i < u.items.size(); ++i) {
+    const core::Problem& p = u.items[i]->request.problems[0];
+    const float beta = p.c.empty() ? 0.0f : p.beta;
+    pl.In(p.a.data(), p.m, K * 2, off_a + row * lda * 2, lda * 2);
+    if (beta != 0.0f) pl.In(p.c.data(), p.m, N * es, off_c + row * ldd * es, ldd * es);
+    pl.Out(i, 0, off_d + row * ldd * es, ldd * es, p.m, N * es);
+    core::Output out;
+    out.shape = {p.m, N};
+    out.dtype = p.out_dtype;
+    u.outputs[i] = {std::move(out)};
+    kernel::Problem kp;
+    kp.m = p.m;
+    kp.n = N;
+    kp.k = K;
+    kp.a = pl.Ptr(off_a + row * lda * 2);
+    kp.lda = lda;
+    kp.b = b;
+    kp.ldb = ldb;
+    kp.b_layout = ToKernel(p.b_layout);
+    kp.c = beta != 0.0f ? pl.Ptr(off_c + row * ldd * es) : nullptr;
+    kp.ldc = ldd;
+    kp.d = pl.Ptr(off_d + row * ldd * es);
+    kp.ldd = ldd;
+    kp.d_dtype = ToKernel(p.out_dtype);
+    kp.alpha = p.alpha;
+    kp.beta = beta;
+    per_item.push_back(kp);
+    row += p.m;
+  }
+  Launch l;
+  if (uniform) {
+    // NOTE: the whole point of coalescing: one GEMM with M = sum of the items' M, so B is read
+    // once for all of them.
+    l.batch.problem = per_item[0];
+    l.batch.problem.m = rows;
+    l.batch.problem.a = pl.Ptr(off_a);
+    l.batch.problem.c = any_c ? pl.Ptr(off_c) : nullptr;
+    l.batch.problem.d = pl.Ptr(off_d);
+    l.batch.batch = 1;
+  } else {
+    l.grouped = true;
+    l.group = std::move(per_item);
+  }
+  u.launches.push_back(std::move(l));
+  return absl::OkStatus();
+}
+
+absl::Status PlanStrided(Unit& u, Planner& pl) {
+  const core::GemmRequest& req = u.items[0]->request;
+  if (req.problems.size() != 1) return absl::InvalidArgumentError("expected one problem");
+  auto sb = pl.AddProblem(req.problems[0], 0, 0, req.kind == core::WorkKind::kBatch);
+  if (!sb.ok()) return sb.status();
+  u.batch_rows = req.problems[0].count * req.problems[0].m;
+  Launch l;
+  l.batch = *sb;
+  u.launches.push_back(std::move(l));
+  return absl::OkStatus();
+}
+
+absl::Status PlanGroup(Unit& u, Planner& pl) {
+  const core::GemmRequest& req = u.items[0]->request;
+  if (req.problems.empty()) return absl::InvalidArgumentError("empty group");
+  // One GemmGrouped per (output dtype, B layout), problems in request order.
+  std::map<std::pair<int, int>, size_t> launch_of;
+  for (size_t j = 0; j < req.problems.size(); ++j) {
+    const core::Problem& p = req.problems[j];
+    auto sb = pl.AddProblem(p, 0, j, false);
+    if (!sb.ok()) return sb.status();
+    u.batch_rows += p.count * p.m;
+    const auto key = std::make_pair(static_cast<int>(p.out_dtype), static_cast<int>(p.b_layout));
+    auto [it, inserted] = launch_of.try_emplace(key, u.launches.size());
+    if (inserted) {
+      Launch l;
+      l.grouped = true;
+      u.launches.push_back(std::move(l));
+    }
+    Launch& l = u.launches[it->second];
+    const int64_t ea = 2, eb = 2, ed = core::DTypeBytes(p.out_dtype);
+    for (int64_t e = 0; e < sb->batch; ++e) {
+      kernel::Problem kp = sb->problem;
+      kp.a = static_cast<const char*>(kp.a) + e * sb->stride_a * ea;
+      kp.b = static_cast<const char*>(kp.b) + e * sb->stride_b * eb;
+      if (kp.c != nullptr) kp.c = static_cast<const char*>(kp.c) + e * sb->stride_c * ed;
+      kp.d = static_cast<char*>(kp.d) + e * sb->stride_d * ed;
+      l.group.push_back(kp);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Fills the unit's plan. `measure`: first pass (base 0), also sizes the workspace.
+absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure) {
+  u.ins.clear();
+  u.outs.clear();
+  u.launches.clear();
+  u.outputs.assign(u.items.size(), {});
+  u.batch_rows = 0;
+  Planner pl(&u, base, device);
+  absl::Status st;
+  switch (u.shape) {
+    case UnitShape::kStacked:
+      st = PlanStacked(u, pl);
+      break;
+    case UnitShape::kStrided:
+      st = PlanStrided(u, pl);
+      break;
+    case UnitShape::kGroup:
+      st = PlanGroup(u, pl);
+      break;
+  }
+  GPU_RETURN_IF_ERROR(st);
+  if (measure) {
+    int64_t ws = 0;
+    for (const Launch& l : u.launches) {
+      ws = std::max<int64_t>(
+          ws, static_cast<int64_t>(l.grouped ? kernel::WorkspaceBytes(l.group, u.kind)
+                                             : kernel::WorkspaceBytes(l.batch, u.kind)));
+    }
+    u.workspace_bytes = ws;
+  }
+  u.workspace_off = -1;
+  if (u.workspace_bytes > u.slot->workspace_bytes) u.workspace_off = pl.TakeDev(u.workspace_bytes);
+  if (measure) {
+    u.device_bytes = pl.dev_bytes();
+    u.staging_bytes = pl.stage_bytes();
+  } else if (pl.dev_bytes() != u.device_bytes || pl.stage_bytes() != u.staging_bytes) {
+    return absl::InternalError("plan changed between passes");
+  }
+  return absl::OkStatus();
+}
+
+bool Coalescable(const core::WorkItem& item) {
+  const core::GemmRequest& r = item.request;
+  return r.kind == core::WorkKind::kSingle && r.problems.size() == 1 && r.problems[0].count == 1 &&
+         r.problems[0].b_resident != nullptr;
+}
+
+}  // namespace
+
+Executor::Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging)
+    : device_(std::move(device)), staging_(staging) {}
+
+Executor::~Executor() {
+  if (puller_.joinable()) puller_.join();
+  if (completer_.joinable()) completer_.join();
+}
+
+void Executor::Start(core::WorkSource* source) {
+  started_ = true;
+  completer_ = std::thread([this] { CompletionLoop(); });
+  puller_ = std::thread([this, source] { PullLoop(source); });
+}
+
+void Executor::Join() {
+  if (!started_) return;
+  if (puller_.joinable()) puller_.join();
+  if (completer_.joinable()) completer_.join();
+}
+
+int64_t Executor::in_flight() const {
+  absl::MutexLock lock(&mu_);
+  return in_flight_;
+}
+
+void Executor::PullLoop(core::WorkSource* source) {
+  absl::Status st = CudaStatus(cudaSetDevice(device_->ordinal()), "cudaSetDevice");
+  if (!st.ok()) GEMM_LOG(ERROR) << "executor for device " << device_->ordinal() << ": " << st;
+  while (true) {
+    std::optional<core::Batch> batch = source->Next(device_->ordinal());
+    if (!batch.has_value()) break;
+    RunBatch(std::move(*batch));
+  }
+  absl::MutexLock lock(&mu_);
+  pulling_done_ = true;
+}
+
+void Executor::RunBatch(core::Batch batch) {
+  const absl::Time now = absl::Now();
+  // Coalescable items keyed by (B, dtype, scalars class, kernel); the rest run alone.
+  std::map<std::tuple<const void*, int, std::string>, size_t> stack_of;
+  std::vector<std::unique_ptr<Unit>> units;
+  for (auto& item : batch.items) {
+    if (item->cancelled && item->cancelled()) {
+      item->done(absl::CancelledError("request cancelled before it ran"));
+      continue;
+    }
+    if (item->request.deadline < now) {
+      item->done(absl::DeadlineExceededError("deadline passed before the request ran"));
+      continue;
+    }
+    const bool high = item->request.priority == core::Priority::kHigh;
+    if (Coalescable(*item)) {
+      const core::Problem& p = item->request.problems[0];
+      auto key = std::make_tuple(static_cast<const void*>(p.b_resident.get()),
+                                 static_cast<int>(p.out_dtype), item->request.kernel);
+      auto [it, inserted] = stack_of.try_emplace(key, units.size());
+      if (inserted) {
+        auto u = std::make_unique<Unit>();
+        u->shape = UnitShape::kStacked;
+        units.push_back(std::move(u));
+      }
+      Unit& u = *units[it->second];
+      u.items.push_back(std::move(item));
+      u.high_priority |= high;
+      continue;
+    }
+    auto u = std::make_unique<Unit>();
+    const core::GemmRequest& r = item->request;
+    if (r.kind == core::WorkKind::kGroup) {
+      u->shape = UnitShape::kGroup;
+    } else if (r.kind == core::WorkKind::kBatch ||
+               (!r.problems.empty() && r.problems[0].count > 1)) {
+      u->shape = UnitShape::kStrided;
+    } else {
+      u->shape = UnitShape::kStacked;
+    }
+    u->high_priority = high;
+    u->items.push_back(std::move(item));
+    units.push_back(std::move(u));
+  }
+  for (auto& u : units) {
+    u->released = batch.released;
+    {
+      absl::MutexLock lock(&mu_);
+      ++in_flight_;
+    }
+    RunUnit(std::move(u));
+  }
+}
+
+void Executor::RunUnit(std::unique_ptr<Unit> u) {
+  u->owner = this;
+  const int ordinal = device_->ordinal();
+  auto fail = [&](absl::Status st) {
+    u->status = std::move(st);
+    Enqueued(u.release());
+  };
+
+  // Kernel: "" / "auto" = the device's serving kernel; else an explicit, usable one.
+  const std::string& want = u->items[0]->request.kernel;
+  if (want.empty() || want == "auto") {
+    u->kind =
+        device_->selected_usable() ? kernel::KernelKind::kAuto : kernel::KernelKind::kCublasLt;
+    u->kernel_name = kernel::KernelName(device_->serving());
+  } else if (want == kernel::KernelName(kernel::KernelKind::kCublasLt)) {
+    u->kind = kernel::KernelKind::kCublasLt;
+    u->explicit_kernel = true;
+    u->kernel_name = want;
+  } else if (want == kernel::KernelName(device_->selected())) {
+    if (!device_->selected_usable()) {
+      return fail(absl::FailedPreconditionError(
+          absl::StrCat("kernel ", want, " failed its start-up self-test on device ", ordinal,
+                       " and is disabled: ", device_->self_test_detail())));
+    }
+    u->kind = device_->selected();
+    u->explicit_kernel = true;
+    u->kernel_name = want;
+  } else if (want == kernel::KernelName(kernel::KernelKind::kSm90) ||
+             want == kernel::KernelName(kernel::KernelKind::kSm100)) {
+    return fail(absl::FailedPreconditionError(
+        absl::StrCat("kernel ", want, " cannot run on device ", ordinal, " (compute capability ",
+                     device_->cc_major(), ".", device_->cc_minor(), ")")));
+  } else {
+    return fail(absl::InvalidArgumentError(absl::StrCat("unknown kernel \"", want, "\"")));
+  }
+
+  // Resident B matrices must have finished uploading (waits on this thread only).
+  for (const auto& item : u->items) {
+    for (const core::Problem& p : item->request.problems) {
+      if (const auto* m = dynamic_cast<const CudaResidentMatrix*>(p.b_resident.get())) {
+        absl::Status st = m->WaitReady();
+        if (!st.ok()) {
+          return fail(absl::Status(
+              st.code(), absl::StrCat("resident matrix ", m->desc().handle, ": ", st.message())));
+        }
+      }
+    }
+  }
+
+  u->slot = &device_->NextStream(u->high_priority);
+  cudaStream_t stream = u->slot->stream;
+  if (absl::Status st = BuildPlan(*u, 0, ordinal, /*measure=*/true); !st.ok()) {
+    // Several coalesced items: one bad item must not fail the others.
+    if (u->items.size() > 1 && absl::IsInvalidArgument(st)) {
+      for (auto& item : u->items) {
+        auto one = std::make_unique<Unit>();
+        one->shape = u->shape;
+        one->high_priority = u->high_priority;
+        one->released = u->released;
+        one->items.push_back(std::move(item));
+        {
+          absl::MutexLock lock(&mu_);
+          ++in_flight_;
+        }
+        RunUnit(std::move(one));
+      }
+      u->items.clear();
+      return fail(absl::OkStatus());
+    }
+    return fail(st);
+  }
+
+  absl::StatusOr<void*> dev = device_->pool().Allocate(u->device_bytes, stream);
+  if (!dev.ok()) {
+    if (u->items.size() > 1 && absl::IsResourceExhausted(dev.status())) {
+      // The batch as a whole does not fit: run its items one by one.
+      for (auto& item : u->items) {
+        auto one = std::make_unique<Unit>();
+        one->shape = u->shape;
+        one->high_priority = u->high_priority;
+        one->released = u->released;
+        one->items.push_back(std::move(item));
+        {
+          absl::MutexLock lock(&mu_);
+          ++in_flight_;
+        }
+        RunUnit(std::move(one));
+      }
+      u->items.clear();
+      return fail(absl::OkStatus());
+    }
+    return fail(dev.status());
+  }
+  u->dev = static_cast<char*>(*dev);
+  u->dev_accounted = u->device_bytes;
+
+  u->direct = u->staging_bytes > staging_->max_block_bytes();
+  if (!u->direct) {
+    absl::StatusOr<StagingBlock> block = staging_->Allocate(u->staging_bytes);
+    if (!block.ok()) {
+      (void)device_->pool().FreeAsync(u->dev, stream);
+      u->dev = nullptr;
+      return fail(block.status());
+    }
+    u->staging = *block;
+  }
+  if (absl::Status st = BuildPlan(*u, reinterpret_cast<uintptr_t>(u->dev), ordinal, false);
+      !st.ok()) {
+    (void)device_->pool().FreeAsync(u->dev, stream);
+    u->dev = nullptr;
+    return fail(st);
+  }
+  if (u->direct) {  // results land straight in the outputs
+    for (const OutCopy& o : u->outs) {
+      u->outputs[o.item][o.output].data.resize(o.rows * o.row_bytes);
+    }
+  } else {
+    for (const InCopy& in : u->ins) {
+      std::memcpy(u->staging.ptr + in.stage_off, in.host, in.rows * in.row_bytes);
+    }
+  }
+
+  // Enqueue: events, H2D, kernels, D2H, free, callback. Once anything is enqueued, the unit is
+  // only released by the stream (callback), so buffers the copies read stay valid.
+  absl::Status st;
+  u->timed = true;
+  for (cudaEvent_t& e : u->ev) {
+    auto ev = device_->GetEvent();
+    if (!ev.ok()) {
+      u->timed = false;
+      break;
+    }
+    e = *ev;
+  }
+  auto record = [&](int i) {
+    if (u->timed && st.ok()) {
+      absl::Status rs = CudaStatus(cudaEventRecord(u->ev[i], stream), "cudaEventRecord");
+      if (!rs.ok()) u->timed = false;
+    }
+  };
+  record(0);
+  for (const InCopy& in : u->ins) {
+    if (!st.ok()) break;
+    const void* src = u->direct ? static_cast<const void*>(in.host)
+                                : static_cast<const void*>(u->staging.ptr + in.stage_off);
+    st = CudaStatus(cudaMemcpy2DAsync(u->dev + in.dev_off, in.dpitch, src, in.row_bytes,
+                                      in.row_bytes, in.rows, cudaMemcpyHostToDevice, stream),
+                    "cudaMemcpy2DAsync(H2D)");
+  }
+  record(1);
+  for (const Launch& l : u->launches) {
+    if (!st.ok()) break;
+    kernel::LaunchOptions opts;
+    opts.kind = u->kind;
+    if (u->workspace_off >= 0) {
+      opts.workspace = u->dev + u->workspace_off;
+      opts.workspace_bytes = u->workspace_bytes;
+    } else {
+      opts.workspace = u->slot->workspace;
+      opts.workspace_bytes = u->slot->workspace_bytes;
+    }
+    auto run = [&] {
+      return l.grouped ? kernel::GemmGrouped(l.group, stream, opts)
+                       : kernel::Gemm(l.batch, stream, opts);
+    };
+    st = run();
+    if (absl::IsUnimplemented(st) && !u->explicit_kernel &&
+        opts.kind != kernel::KernelKind::kCublasLt) {
+      // The native kernel does not cover this call: serve it through cuBLASLt.
+      opts.kind = kernel::KernelKind::kCublasLt;
+      if (u->workspace_off < 0) {
+        opts.workspace = u->slot->workspace;
+        opts.workspace_bytes = u->slot->workspace_bytes;
+      }
+      st = run();
+      u->kernel_name = kernel::KernelName(kernel::KernelKind::kCublasLt);
+    }
+  }
+  record(2);
+  for (const OutCopy& o : u->outs) {
+    if (!st.ok()) break;
+    void* dst = u->direct ? static_cast<void*>(u->outputs[o.item][o.output].data.data())
+                          : static_cast<void*>(u->staging.ptr + o.stage_off);
+    st = CudaStatus(cudaMemcpy2DAsync(dst, o.row_bytes, u->dev + o.dev_off, o.dpitch, o.row_bytes,
+                                      o.rows, cudaMemcpyDeviceToHost, stream),
+                    "cudaMemcpy2DAsync(D2H)");
+  }
+  record(3);
+  if (!st.ok()) u->timed = false;
+  u->status = st;
+  absl::Status fs = device_->pool().FreeAsync(u->dev, stream);
+  if (!fs.ok()) {
+    GEMM_LOG(ERROR) << "device " << ordinal << ": " << fs;
+    cudaStreamSynchronize(stream);  // error path: cudaFreeAsync failed, free synchronously
+    cudaFree(u->dev);
+  }
+  u->dev = nullptr;
+  Unit* raw = u.release();
+  absl::Status cs =
+      CudaStatus(cudaLaunchHostFunc(stream, &Executor::HostCallback, raw), "cudaLaunchHostFunc");
+  if (!cs.ok()) {
+    // Cannot be called back: wait here (this executor thread, never a gRPC thread).
+    GEMM_LOG(ERROR) << "device " << ordinal << ": " << cs << "; synchronizing the stream";
+    absl::Status ss = CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (raw->status.ok()) raw->status = ss.ok() ? cs : ss;
+    Enqueued(raw);
+  }
+}
+
+void Executor::HostCallback(void* unit) {
+  // Runs on CUDA's callback thread: no CUDA calls here, just hand over.
+  Unit* u = static_cast<Unit*>(unit);
+  u->owner->Enqueued(u);
+}
+
+void Executor::Enqueued(Unit* unit) {
+  absl::MutexLock lock(&mu_);
+  done_queue_.push_back(unit);
+}
+
+void Executor::CompletionLoop() {
+  absl::Status st = CudaStatus(cudaSetDevice(device_->ordinal()), "cudaSetDevice");
+  if (!st.ok()) GEMM_LOG(ERROR) << "completion thread, device " << device_->ordinal() << ": " << st;
+  while (true) {
+    Unit* u = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(
+          +[](Executor* e) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            return !e->done_queue_.empty() || (e->pulling_done_ && e->in_flight_ == 0);
+          },
+          this));
+      if (done_queue_.empty()) return;
+      u = done_queue_.front();
+      done_queue_.pop_front();
+    }
+    Complete(std::unique_ptr<Unit>(u));
+    absl::MutexLock lock(&mu_);
+    --in_flight_;
+  }
+}
+
+void Executor::Complete(std::unique_ptr<Unit> u) {
+  core::Timing t;
+  if (u->status.ok() && u->timed) {
+    float ms[3] = {0, 0, 0};
+    for (int i = 0; i < 3; ++i) {
+      if (cudaEventElapsedTime(&ms[i], u->ev[i], u->ev[i + 1]) != cudaSuccess) {
+        (void)cudaGetLastError();
+        ms[i] = 0;
+      }
+    }
+    t.copy_in = absl::Microseconds(static_cast<double>(ms[0]) * 1e3);
+    t.compute = absl::Microseconds(static_cast<double>(ms[1]) * 1e3);
+    t.copy_out = absl::Microseconds(static_cast<double>(ms[2]) * 1e3);
+  }
+  if (u->status.ok() && !u->direct) {
+    for (const OutCopy& o : u->outs) {
+      u->outputs[o.item][o.output].data.assign(u->staging.ptr + o.stage_off, o.rows * o.row_bytes);
+    }
+  }
+  staging_->Free(u->staging);
+  u->staging = {};
+  if (u->dev_accounted > 0) device_->pool().Release(u->dev_accounted);
+  u->dev_accounted = 0;
+  for (cudaEvent_t& e : u->ev) {
+    device_->PutEvent(e);
+    e = nullptr;
+  }
+  const absl::Time now = absl::Now();
+  t.batch_rows = u->batch_rows;
+  t.batch_requests = static_cast<int>(u->items.size());
+  t.device = device_->ordinal();
+  for (size_t i = 0; i < u->items.size(); ++i) {
+    core::WorkItem& item = *u->items[i];
+    if (!u->status.ok()) {
+      item.done(u->status);
+      continue;
+    }
+    core::GemmResult r;
+    r.outputs = std::move(u->outputs[i]);
+    r.kernel = u->kernel_name;
+    r.timing = t;
+    r.timing.queue = u->released - item.arrival;
+    r.timing.total = now - item.arrival;
+    item.done(std::move(r));
+  }
+}
+
+}  // namespace gemm::gpu

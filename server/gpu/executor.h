@@ -1,0 +1,71 @@
+// The executor of one GPU: pulls batches from the WorkSource with Next(ordinal), turns each into
+// one or more units (a coalesced batch sharing a resident B = ONE GEMM over the stacked A rows;
+// a batch request = one strided-batch call; a group request = GemmGrouped), and enqueues each
+// unit on a non-blocking stream: pinned staging -> 2D H2D copies into pitched pool buffers ->
+// kernel -> D2H -> host callback. A completion thread then copies results out of staging, frees
+// everything the unit took and completes its WorkItems. The pulling thread never waits on the
+// GPU (except for the rare operand larger than a staging slab, copied straight from pageable
+// memory), so consecutive units overlap across streams.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/core/backend.h"
+#include "server/gpu/device_context.h"
+#include "server/gpu/staging_pool.h"
+
+namespace gemm::gpu {
+
+struct Unit;  // one kernel-call group in flight (executor.cc)
+
+class Executor {
+ public:
+  // `device` is shared; `staging` must outlive the executor.
+  Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging);
+  // Joins (Join() must have been called if Start() was).
+  ~Executor();
+
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Starts the pulling thread and the completion thread. `source` must outlive Join().
+  void Start(core::WorkSource* source);
+
+  // Waits until the source returned nullopt and every unit has completed, then stops the
+  // completion thread. Blocking; call once from the backend's Stop().
+  void Join();
+
+  // Units enqueued and not yet completed.
+  int64_t in_flight() const;
+
+  const DeviceContext& device() const { return *device_; }
+
+ private:
+  void PullLoop(core::WorkSource* source);
+  void RunBatch(core::Batch batch);
+  // Plans, allocates and enqueues `unit`; completes it (now or via the completion thread).
+  void RunUnit(std::unique_ptr<Unit> unit);
+  // Hands a unit whose work is enqueued (or failed before) to the completion thread.
+  void Enqueued(Unit* unit);
+  void CompletionLoop();
+  void Complete(std::unique_ptr<Unit> unit);
+  static void HostCallback(void* unit);
+
+  const std::shared_ptr<DeviceContext> device_;
+  StagingPool* const staging_;
+  std::thread puller_;
+  std::thread completer_;
+  mutable absl::Mutex mu_;
+  std::deque<Unit*> done_queue_ ABSL_GUARDED_BY(mu_);
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool pulling_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ = false;
+};
+
+}  // namespace gemm::gpu

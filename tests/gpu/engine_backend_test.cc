@@ -1,0 +1,401 @@
+// GPU tests of the CUDA backend (server/gpu), driven directly through a fake WorkSource: every
+// request kind and both B layouts against a float64 CPU reference, coalesced batches against a
+// resident 8192x8192 B, pool accounting back to idle, out-of-memory isolation, and the
+// self-test fallback. Skipped at run time without a GPU.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/bf16.h"
+#include "common/reference_gemm.h"
+#include "gtest/gtest.h"
+#include "server/gpu/cuda_backend.h"
+#include "tests/gpu/engine_test_util.h"
+
+namespace gemm::gpu {
+namespace {
+
+using ::gemm::gpu::testing::CheckEntry;
+using ::gemm::gpu::testing::FakeSource;
+using ::gemm::gpu::testing::FillRandom;
+using ::gemm::gpu::testing::HostOperands;
+using ::gemm::gpu::testing::MakeBatch;
+using ::gemm::gpu::testing::MakeItem;
+using ::gemm::gpu::testing::Outcome;
+using ::gemm::gpu::testing::Register;
+using ::gemm::gpu::testing::Tolerance;
+
+constexpr absl::Duration kWait = absl::Seconds(120);
+
+#define SKIP_WITHOUT_GPU() \
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"
+
+// A started backend and its source; stops both at the end of the test.
+struct Harness {
+  std::unique_ptr<core::Backend> backend;
+  FakeSource source;
+  bool stopped = false;
+
+  explicit Harness(CudaBackendOptions options) {
+    auto b = CreateCudaBackend(options);
+    EXPECT_TRUE(b.ok()) << b.status();
+    if (!b.ok()) return;
+    backend = std::move(*b);
+    EXPECT_TRUE(backend->Start(&source).ok());
+  }
+  void Stop() {
+    if (stopped || backend == nullptr) return;
+    stopped = true;
+    source.Shutdown();
+    backend->Stop();
+  }
+  ~Harness() { Stop(); }
+  int64_t PoolUsed(int device = 0) const {
+    return backend->Describe().devices.at(device).pool_used_bytes;
+  }
+};
+
+CudaBackendOptions FastOptions() {
+  CudaBackendOptions o;
+  o.self_test = false;
+  o.staging_bytes = 256 << 20;
+  return o;
+}
+
+core::Problem MakeProblem(int64_t m, int64_t n, int64_t k, core::BLayout layout, core::DType out,
+                          int64_t count = 1) {
+  core::Problem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.count = count;
+  p.b_layout = layout;
+  p.out_dtype = out;
+  return p;
+}
+
+// Runs `request` alone and waits for it.
+absl::StatusOr<core::GemmResult> RunOne(Harness& h, core::GemmRequest request) {
+  Outcome out;
+  h.source.Push(MakeBatch({MakeItem(std::move(request), &out)}));
+  if (!out.done.WaitForNotificationWithTimeout(kWait)) return absl::DeadlineExceededError("hang");
+  EXPECT_EQ(out.calls, 1);
+  return std::move(out.result);
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SKIP_WITHOUT_GPU(); }
+  absl::BitGen gen_;
+};
+
+TEST_F(EngineTest, SingleAndBatchInlineBothLayoutsMatchFloat64) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  // Odd sizes: A rows of 2*100 bytes and D rows of 2*50 bytes are not 16-byte multiples, so the
+  // pitched copies are exercised.
+  for (core::BLayout layout : {core::BLayout::kKN, core::BLayout::kNK}) {
+    for (core::DType dt : {core::DType::kBF16, core::DType::kFP32}) {
+      for (bool with_c : {false, true}) {
+        for (int64_t count : {1, 3}) {
+          for (bool shared : {false, true}) {
+            if (count == 1 && shared) continue;
+            SCOPED_TRACE(absl::StrCat("layout=", core::BLayoutName(layout),
+                                      " dtype=", core::DTypeName(dt), " c=", with_c,
+                                      " count=", count, " shared=", shared));
+            core::GemmRequest r;
+            r.kind = count > 1 ? core::WorkKind::kBatch : core::WorkKind::kSingle;
+            core::Problem p = MakeProblem(77, 50, 100, layout, dt, count);
+            p.b_shared = shared;
+            p.alpha = 0.75f;
+            p.beta = with_c ? -0.5f : 0.0f;
+            HostOperands ops;
+            FillRandom(p, ops, gen_, with_c);
+            r.problems = {p};
+            auto res = RunOne(h, r);
+            ASSERT_TRUE(res.ok()) << res.status();
+            ASSERT_EQ(res->outputs.size(), 1u);
+            const core::Output& o = res->outputs[0];
+            std::vector<int64_t> shape =
+                count > 1 ? std::vector<int64_t>{count, 77, 50} : std::vector<int64_t>{77, 50};
+            EXPECT_EQ(o.shape, shape);
+            EXPECT_EQ(o.dtype, dt);
+            for (int64_t e = 0; e < count; ++e) {
+              const double err = CheckEntry(p, o, e, ops.b);
+              EXPECT_LE(err, Tolerance(dt)) << "entry " << e;
+            }
+            EXPECT_FALSE(res->kernel.empty());
+            EXPECT_EQ(res->timing.device, 0);
+            EXPECT_GT(res->timing.compute, absl::ZeroDuration());
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(EngineTest, GroupMixedShapesLayoutsDtypesMatchFloat64) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  core::GemmRequest r;
+  r.kind = core::WorkKind::kGroup;
+  std::vector<HostOperands> ops(5);
+  r.problems = {MakeProblem(64, 128, 256, core::BLayout::kNK, core::DType::kBF16),
+                MakeProblem(33, 72, 40, core::BLayout::kKN, core::DType::kBF16),
+                MakeProblem(300, 200, 104, core::BLayout::kNK, core::DType::kBF16),
+                MakeProblem(17, 24, 1000, core::BLayout::kNK, core::DType::kFP32),
+                MakeProblem(5, 9, 13, core::BLayout::kKN, core::DType::kFP32)};
+  for (size_t i = 0; i < r.problems.size(); ++i) {
+    FillRandom(r.problems[i], ops[i], gen_, i == 2);
+    r.problems[i].beta = i == 2 ? 1.0f : 0.0f;
+  }
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->outputs.size(), r.problems.size());
+  for (size_t i = 0; i < r.problems.size(); ++i) {
+    const core::Problem& p = r.problems[i];
+    EXPECT_EQ(res->outputs[i].shape, (std::vector<int64_t>{p.m, p.n})) << i;
+    EXPECT_LE(CheckEntry(p, res->outputs[i], 0, ops[i].b), Tolerance(p.out_dtype)) << i;
+  }
+}
+
+TEST_F(EngineTest, ResidentBBothLayoutsMatchFloat64AndReleaseFreesMemory) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  const int64_t idle = h.PoolUsed();
+  for (core::BLayout layout : {core::BLayout::kKN, core::BLayout::kNK}) {
+    const int64_t K = 200, N = 90;  // N*2 = 180 bytes: a padded pitch for kKN
+    const int64_t rows = layout == core::BLayout::kKN ? K : N;
+    const int64_t cols = layout == core::BLayout::kKN ? N : K;
+    std::string bytes = RandomBf16Bytes(rows * cols, gen_);
+    auto m = Register(*h.backend, absl::StrCat("w-", core::BLayoutName(layout)), rows, cols, layout,
+                      bytes);
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_GT(h.PoolUsed(), idle);
+    EXPECT_EQ((*m)->desc().devices, std::vector<int>{0});
+    core::GemmRequest r;
+    core::Problem p = MakeProblem(31, N, K, layout, core::DType::kBF16);
+    p.b_resident = *m;
+    p.b_handle = (*m)->desc().handle;
+    HostOperands ops;
+    FillRandom(p, ops, gen_, false);
+    r.problems = {p};
+    auto res = RunOne(h, r);
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_LE(CheckEntry(p, res->outputs[0], 0, bytes), Tolerance(p.out_dtype));
+    r.problems[0].b_resident.reset();
+    p.b_resident.reset();
+    m->reset();  // last reference: freed
+    EXPECT_EQ(h.PoolUsed(), idle);
+  }
+}
+
+TEST_F(EngineTest, CoalescedBatchOnResident8192EqualsPerItemResults) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  const int64_t K = 8192, N = 8192, M = 16, kItems = 16;
+  std::string w = RandomBf16Bytes(N * K, gen_);
+  auto m = Register(*h.backend, "w8192", N, K, core::BLayout::kNK, w);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<HostOperands> ops(kItems);
+  std::vector<core::GemmRequest> reqs(kItems);
+  for (int i = 0; i < kItems; ++i) {
+    core::Problem p = MakeProblem(M, N, K, core::BLayout::kNK, core::DType::kBF16);
+    p.b_resident = *m;
+    p.b_handle = "w8192";
+    FillRandom(p, ops[i], gen_, false);
+    reqs[i].request_id = absl::StrCat("r", i);
+    reqs[i].problems = {p};
+  }
+  // One batch of 16 items: ONE GEMM of M=256.
+  std::vector<Outcome> together(kItems);
+  std::vector<std::shared_ptr<core::WorkItem>> items;
+  for (int i = 0; i < kItems; ++i) items.push_back(MakeItem(reqs[i], &together[i]));
+  h.source.Push(MakeBatch(items));
+  items.clear();
+  // The same requests one by one.
+  std::vector<Outcome> alone(kItems);
+  for (int i = 0; i < kItems; ++i) h.source.Push(MakeBatch({MakeItem(reqs[i], &alone[i])}));
+  for (int i = 0; i < kItems; ++i) {
+    ASSERT_TRUE(together[i].done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(alone[i].done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(together[i].result.ok()) << together[i].result.status();
+    ASSERT_TRUE(alone[i].result.ok()) << alone[i].result.status();
+    const core::GemmResult& t = *together[i].result;
+    EXPECT_EQ(t.timing.batch_requests, kItems);
+    EXPECT_EQ(t.timing.batch_rows, M * kItems);
+    EXPECT_EQ(alone[i].result->timing.batch_requests, 1);
+    // Equal up to BF16 rounding of different accumulation orders (the kernel may split K
+    // differently for M=16 and M=256): compare relative Frobenius error.
+    std::vector<float> a = DecodeOutput(t.outputs[0].data, false);
+    std::vector<float> b = DecodeOutput(alone[i].result->outputs[0].data, false);
+    std::vector<double> bd(b.begin(), b.end());
+    EXPECT_LE(RelativeError(a, bd), 8e-3) << "item " << i;
+  }
+  // Two items against float64 (16 x 8192 x 8192 each).
+  for (int64_t i : {int64_t{0}, kItems - 1}) {
+    EXPECT_LE(CheckEntry(reqs[i].problems[0], together[i].result->outputs[0], 0, w), 8e-3)
+        << "item " << i;
+  }
+  GTEST_LOG_(INFO) << "coalesced: compute " << together[0].result->timing.compute
+                   << " for 16 items; per item alone: " << alone[0].result->timing.compute;
+}
+
+TEST_F(EngineTest, PoolReturnsToIdleAfterConcurrentLoad) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  const int64_t idle = h.PoolUsed();
+  constexpr int kRequests = 64;
+  std::vector<Outcome> outs(kRequests);
+  std::vector<HostOperands> ops(kRequests);
+  std::vector<core::Problem> probs;
+  for (int i = 0; i < kRequests; ++i) {
+    core::GemmRequest r;
+    r.priority = i % 5 == 0 ? core::Priority::kHigh : core::Priority::kNormal;
+    core::Problem p = MakeProblem(64 + i, 256, 512, i % 2 ? core::BLayout::kNK : core::BLayout::kKN,
+                                  core::DType::kBF16);
+    FillRandom(p, ops[i], gen_, false);
+    r.problems = {p};
+    probs.push_back(p);
+    h.source.Push(MakeBatch({MakeItem(r, &outs[i])}));
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    ASSERT_TRUE(outs[i].done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(outs[i].result.ok()) << outs[i].result.status();
+    EXPECT_LE(CheckEntry(probs[i], outs[i].result->outputs[0], 0, ops[i].b), 8e-3) << i;
+  }
+  EXPECT_EQ(h.PoolUsed(), idle);
+}
+
+TEST_F(EngineTest, OutOfMemoryIsResourceExhaustedAndOthersKeepSucceeding) {
+  CudaBackendOptions o = FastOptions();
+  o.pool_cap_bytes = int64_t{512} << 20;  // ~192 MiB of it are the streams' workspaces
+  Harness h(o);
+  ASSERT_NE(h.backend, nullptr);
+  const int64_t idle = h.PoolUsed();
+  // 8192^3 inline: A, B and D are 128 MiB each: over the cap.
+  const int64_t big = 8192;
+  std::string pattern(big * big * 2, '\x3f');
+  core::GemmRequest huge;
+  core::Problem hp = MakeProblem(big, big, big, core::BLayout::kKN, core::DType::kBF16);
+  hp.a = pattern;
+  hp.b = pattern;
+  huge.problems = {hp};
+  Outcome huge_out;
+  std::vector<Outcome> small(8);
+  std::vector<HostOperands> ops(8);
+  std::vector<core::Problem> probs;
+  h.source.Push(MakeBatch({MakeItem(huge, &huge_out)}));
+  for (int i = 0; i < 8; ++i) {
+    core::GemmRequest r;
+    core::Problem p = MakeProblem(128, 128, 128, core::BLayout::kNK, core::DType::kBF16);
+    FillRandom(p, ops[i], gen_, false);
+    r.problems = {p};
+    probs.push_back(p);
+    h.source.Push(MakeBatch({MakeItem(r, &small[i])}));
+  }
+  ASSERT_TRUE(huge_out.done.WaitForNotificationWithTimeout(kWait));
+  EXPECT_EQ(huge_out.result.status().code(), absl::StatusCode::kResourceExhausted)
+      << huge_out.result.status();
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(small[i].done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(small[i].result.ok()) << small[i].result.status();
+    EXPECT_LE(CheckEntry(probs[i], small[i].result->outputs[0], 0, ops[i].b), 8e-3);
+  }
+  EXPECT_EQ(h.PoolUsed(), idle);
+  // A resident matrix over the cap is refused too, and nothing leaks.
+  core::ResidentMatrix::Desc d;
+  d.handle = "too-big";
+  d.rows = 16384;
+  d.cols = 16384;
+  EXPECT_EQ(h.backend->BeginUpload(d).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(h.PoolUsed(), idle);
+}
+
+TEST_F(EngineTest, UnknownKernelIsInvalidArgumentAndCublasLtCanBeAsked) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  core::GemmRequest r;
+  core::Problem p = MakeProblem(64, 64, 64, core::BLayout::kKN, core::DType::kBF16);
+  HostOperands ops;
+  FillRandom(p, ops, gen_, false);
+  r.problems = {p};
+  r.kernel = "no-such-kernel";
+  EXPECT_EQ(RunOne(h, r).status().code(), absl::StatusCode::kInvalidArgument);
+  r.kernel = "cublaslt";
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->kernel, "cublaslt");
+  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+}
+
+TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
+  CudaBackendOptions o;
+  o.self_test = true;
+  o.staging_bytes = 64 << 20;
+  Harness h(o);
+  ASSERT_NE(h.backend, nullptr);
+  core::BackendDescription d = h.backend->Describe();
+  ASSERT_FALSE(d.devices.empty());
+  for (const auto& k : d.kernels) {
+    GTEST_LOG_(INFO) << "kernel " << k.name << " usable=" << k.usable << ": " << k.detail;
+  }
+  for (const auto& dev : d.devices) {
+    GTEST_LOG_(INFO) << "device " << dev.ordinal << " " << dev.name << " cc " << dev.cc_major << "."
+                     << dev.cc_minor << " serves " << dev.kernel;
+  }
+  core::GemmRequest r;
+  core::Problem p = MakeProblem(256, 512, 384, core::BLayout::kNK, core::DType::kBF16);
+  HostOperands ops;
+  FillRandom(p, ops, gen_, false);
+  r.problems = {p};
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->kernel, d.devices[0].kernel);
+  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+}
+
+TEST_F(EngineTest, ForcedSelfTestMismatchServesThroughCublasLt) {
+  CudaBackendOptions o;
+  o.self_test = true;
+  o.self_test_force_mismatch = true;
+  o.staging_bytes = 64 << 20;
+  Harness h(o);
+  ASSERT_NE(h.backend, nullptr);
+  core::BackendDescription d = h.backend->Describe();
+  std::string selected;
+  for (const auto& k : d.kernels) {
+    if (k.name != "cublaslt") selected = k.name;
+  }
+  if (selected.empty()) GTEST_SKIP() << "this GPU has no native kernel; cuBLASLt serves anyway";
+  for (const auto& k : d.kernels) {
+    if (k.name == selected) {
+      EXPECT_FALSE(k.usable) << k.detail;
+      EXPECT_NE(k.detail.find("MISMATCH"), std::string::npos) << k.detail;
+    }
+  }
+  EXPECT_EQ(d.devices[0].kernel, "cublaslt");
+  core::GemmRequest r;
+  core::Problem p = MakeProblem(128, 256, 512, core::BLayout::kKN, core::DType::kBF16);
+  HostOperands ops;
+  FillRandom(p, ops, gen_, false);
+  r.problems = {p};
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->kernel, "cublaslt");
+  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+  r.kernel = selected;  // asking for the disabled kernel explicitly is refused
+  EXPECT_EQ(RunOne(h, r).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(EngineNoGpuTest, CreateFailsCleanlyWithoutGpu) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is present";
+  EXPECT_EQ(CreateCudaBackend({}).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace gemm::gpu
