@@ -14,3 +14,7 @@ add_executable(integration_test
 target_link_libraries(integration_test PRIVATE gemm_test_server_process gemm_common
                                                GTest::gtest_main absl::random_random)
 gtest_discover_tests(integration_test DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300)
+
+add_test(NAME cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli_test.sh $<TARGET_FILE:gemm_server>
+                               $<TARGET_FILE:gemm_client>)
+set_tests_properties(cli_test PROPERTIES TIMEOUT 120)
