@@ -2,7 +2,8 @@
 // 1:64:x2) or open loop (--rate, constant or Poisson arrivals, sweeps); per point a warm-up and
 // measurement windows until three agree; reports as a table on stdout and --json/--csv/--html.
 // Exit status: 0 success; 1 errors above --max_error_fraction, verification mismatches or no
-// successful request; 2 bad flags or setup failure; 130 interrupted (Ctrl-C; reports still written).
+// successful request; 2 bad flags or setup failure; 130 interrupted (Ctrl-C; reports still
+// written).
 #include <signal.h>
 #include <unistd.h>
 
@@ -81,7 +82,8 @@ ABSL_FLAG(uint64_t, seed, 1, "Seed of operands, shape mix, arrivals and verify s
 ABSL_FLAG(std::string, json, "", "Write the JSON report here");
 ABSL_FLAG(std::string, csv, "", "Write the CSV report here");
 ABSL_FLAG(std::string, html, "", "Write the self-contained HTML report here");
-ABSL_FLAG(std::string, progress, "auto", "Live progress line on stderr: auto (when a TTY), on, off");
+ABSL_FLAG(std::string, progress, "auto",
+          "Live progress line on stderr: auto (when a TTY), on, off");
 
 namespace {
 
@@ -118,11 +120,13 @@ absl::Status ApplyWorkloadFile(int argc, char** argv) {
   if (!f) return absl::NotFoundError(absl::StrCat("cannot read workload file ", path));
   std::stringstream ss;
   ss << f.rdbuf();
-  absl::StatusOr<std::map<std::string, std::string>> kv = gemm::loadgen::ParseKeyValueText(ss.str());
+  absl::StatusOr<std::map<std::string, std::string>> kv =
+      gemm::loadgen::ParseKeyValueText(ss.str());
   if (!kv.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", kv.status().message()));
   for (const auto& [key, value] : *kv) {
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(key);
-    if (flag == nullptr || key == "workload" || flag->Filename().find("loadgen_main") == std::string::npos) {
+    if (flag == nullptr || key == "workload" ||
+        flag->Filename().find("loadgen_main") == std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": unknown key '", key, "'"));
     }
     std::string error;
@@ -166,7 +170,9 @@ absl::StatusOr<gemm::loadgen::WorkloadSpec> WorkloadFromFlags() {
   return w;
 }
 
-std::string UtcNow() { return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()); }
+std::string UtcNow() {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+}
 
 std::string DescribeDevices(const gemm::v1::ServerInfo& info) {
   std::vector<std::string> parts;
@@ -197,7 +203,8 @@ int main(int argc, char** argv) {
   const std::string conc_flag = absl::GetFlag(FLAGS_concurrency);
   const std::string rate_flag = absl::GetFlag(FLAGS_rate);
   if (!conc_flag.empty() && !rate_flag.empty()) {
-    return Fail(absl::InvalidArgumentError("give --concurrency (closed loop) or --rate (open loop), not both"));
+    return Fail(absl::InvalidArgumentError(
+        "give --concurrency (closed loop) or --rate (open loop), not both"));
   }
   const bool open_loop = !rate_flag.empty();
   absl::StatusOr<std::vector<double>> levels =
@@ -259,7 +266,7 @@ int main(int argc, char** argv) {
 
   // The server's description (a failure is reported, not fatal: the run then measures errors).
   {
-    targets[0].client->WaitForConnected(absl::Seconds(3));
+    targets[0].client->WaitForConnected(absl::Seconds(1));
     absl::StatusOr<gemm::v1::ServerInfo> si = targets[0].client->GetServerInfo();
     if (si.ok()) {
       info.server_version = si->version();
@@ -301,8 +308,8 @@ int main(int argc, char** argv) {
       gemm::loadgen::Runner::Create(ro, std::move(targets));
   if (!runner.ok()) return Fail(runner.status());
   for (size_t i = 0; i < levels->size() && !g_stop.load(); ++i) {
-    report.points.push_back((*runner)->RunPoint((*levels)[i], static_cast<int>(i),
-                                                static_cast<int>(levels->size())));
+    report.points.push_back(
+        (*runner)->RunPoint((*levels)[i], static_cast<int>(i), static_cast<int>(levels->size())));
   }
   info.interrupted = g_stop.load();
   (*runner)->Finish(info.interrupted ? 2.0 : 10.0);
@@ -331,7 +338,8 @@ int main(int argc, char** argv) {
     ok += p.measured.ok;
     mismatches += p.measured.mismatches;
     const int64_t all = p.measured.ok + p.measured.failed;
-    if (all > 0 && static_cast<double>(p.measured.failed) / all > absl::GetFlag(FLAGS_max_error_fraction)) {
+    if (all > 0 &&
+        static_cast<double>(p.measured.failed) / all > absl::GetFlag(FLAGS_max_error_fraction)) {
       too_many_errors = true;
     }
   }

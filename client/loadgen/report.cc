@@ -13,8 +13,8 @@
 namespace gemm::loadgen {
 namespace {
 
-constexpr double kCurvePercentiles[] = {0,    10,   25,    50,    75,    90,  95,
-                                        99,   99.5, 99.9,  99.95, 99.99, 100};
+constexpr double kCurvePercentiles[] = {0,  10,   25,   50,    75,    90, 95,
+                                        99, 99.5, 99.9, 99.95, 99.99, 100};
 
 // ---------------------------------------------------------------- JSON helpers
 
@@ -22,11 +22,21 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           out += absl::StrFormat("\\u%04x", c);
@@ -51,11 +61,20 @@ std::string Html(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -149,15 +168,15 @@ std::string SvgLineChart(const std::string& title, const Axis& x_axis, const Axi
   if (xmax <= xmin) xmax = xmin + 1;
   if (ymax <= ymin) ymax = ymin + 1;
   auto tx = [&](double x) {
-    const double f = x_axis.log ? (std::log10(x) - std::log10(xmin)) /
-                                      (std::log10(xmax) - std::log10(xmin))
-                                : (x - xmin) / (xmax - xmin);
+    const double f =
+        x_axis.log ? (std::log10(x) - std::log10(xmin)) / (std::log10(xmax) - std::log10(xmin))
+                   : (x - xmin) / (xmax - xmin);
     return left + f * pw;
   };
   auto ty = [&](double y) {
-    const double f = y_axis.log ? (std::log10(y) - std::log10(ymin)) /
-                                      (std::log10(ymax) - std::log10(ymin))
-                                : (y - ymin) / (ymax - ymin);
+    const double f =
+        y_axis.log ? (std::log10(y) - std::log10(ymin)) / (std::log10(ymax) - std::log10(ymin))
+                   : (y - ymin) / (ymax - ymin);
     return top + ph - f * ph;
   };
   auto auto_ticks = [](double lo, double hi, bool log) {
@@ -178,17 +197,19 @@ std::string SvgLineChart(const std::string& title, const Axis& x_axis, const Axi
   const auto yt = y_axis.ticks.empty() ? auto_ticks(ymin, ymax, y_axis.log) : y_axis.ticks;
   for (const auto& [v, label] : xt) {
     const double x = tx(v);
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-                          "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#444\">%s</text>\n",
-                          x, top, x, top + ph, x, top + ph + 16, Html(label));
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#444\">%s</text>\n",
+        x, top, x, top + ph, x, top + ph + 16, Html(label));
   }
   for (const auto& [v, label] : yt) {
     const double y = ty(v);
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-                          "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">%s</text>\n",
-                          left, y, left + pw, y, left - 6, y + 4, Html(label));
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">%s</text>\n",
+        left, y, left + pw, y, left - 6, y + 4, Html(label));
   }
   absl::StrAppendFormat(&svg,
                         "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
@@ -248,7 +269,8 @@ const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#94
                                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 
 std::string PointLevel(const PointResult& p) {
-  return p.open_loop ? absl::StrFormat("%g/s", p.target_rate) : absl::StrFormat("c=%g", p.concurrency);
+  return p.open_loop ? absl::StrFormat("%g/s", p.target_rate)
+                     : absl::StrFormat("c=%g", p.concurrency);
 }
 
 // Stacked horizontal bars of the server's mean time per request, one bar per point.
@@ -258,8 +280,8 @@ std::string SvgBreakdownChart(const Report& report, const std::vector<PointSumma
   const double height = top + sums.size() * (bar + gap) + 44;
   double max_total = 0;
   for (const PointSummary& s : sums) {
-    max_total = std::max(max_total, s.server_queue_us + s.server_copy_in_us +
-                                        s.server_compute_us + s.server_copy_out_us);
+    max_total = std::max(max_total, s.server_queue_us + s.server_copy_in_us + s.server_compute_us +
+                                        s.server_copy_out_us);
   }
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" viewBox=\"0 0 %g %g\" "
@@ -269,7 +291,8 @@ std::string SvgBreakdownChart(const Report& report, const std::vector<PointSumma
       "(mean, us)</text>\n",
       width, height, width, height, width, height, left);
   if (!(max_total > 0)) {
-    absl::StrAppendFormat(&svg, "<text x=\"%g\" y=\"%g\" fill=\"#888\">no timing data</text></svg>\n",
+    absl::StrAppendFormat(&svg,
+                          "<text x=\"%g\" y=\"%g\" fill=\"#888\">no timing data</text></svg>\n",
                           left, top + 20);
     return svg;
   }
@@ -278,10 +301,11 @@ std::string SvgBreakdownChart(const Report& report, const std::vector<PointSumma
   const double bottom_y = top + sums.size() * (bar + gap);
   for (double v = 0; v <= xmax + step * 1e-6; v += step) {
     const double x = left + v / xmax * pw;
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"#e4e4e4\"/>"
-                          "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\" fill=\"#444\">%s</text>\n",
-                          x, top, x, bottom_y, x, bottom_y + 16, TickLabel(v));
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"%.1f\" y1=\"%g\" x2=\"%.1f\" y2=\"%g\" stroke=\"#e4e4e4\"/>"
+        "<text x=\"%.1f\" y=\"%g\" text-anchor=\"middle\" fill=\"#444\">%s</text>\n",
+        x, top, x, bottom_y, x, bottom_y + 16, TickLabel(v));
   }
   const char* names[] = {"queue", "copy in", "compute", "copy out"};
   const char* colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd"};
@@ -290,8 +314,8 @@ std::string SvgBreakdownChart(const Report& report, const std::vector<PointSumma
     const double parts[] = {s.server_queue_us, s.server_copy_in_us, s.server_compute_us,
                             s.server_copy_out_us};
     const double y = top + i * (bar + gap);
-    absl::StrAppendFormat(&svg, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%s</text>\n",
-                          left - 6, y + bar - 4, Html(PointLevel(report.points[i])));
+    absl::StrAppendFormat(&svg, "<text x=\"%g\" y=\"%g\" text-anchor=\"end\">%s</text>\n", left - 6,
+                          y + bar - 4, Html(PointLevel(report.points[i])));
     double x = left;
     for (int j = 0; j < 4; ++j) {
       const double w = parts[j] / xmax * pw;
@@ -309,16 +333,17 @@ std::string SvgBreakdownChart(const Report& report, const std::vector<PointSumma
                           "<text x=\"%g\" y=\"%g\">%s</text>\n",
                           left + pw + 12, ly - 5, colors[j], left + pw + 32, ly + 4, names[j]);
   }
-  absl::StrAppendFormat(&svg, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">microseconds</text>\n",
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">microseconds</text>\n",
                         left + pw / 2, bottom_y + 36);
   svg += "</svg>\n";
   return svg;
 }
 
 std::string ModeText(const RunInfo& info) {
-  return info.open_loop ? absl::StrCat("open loop (", info.poisson ? "Poisson" : "constant",
-                                       " arrivals)")
-                        : std::string("closed loop");
+  return info.open_loop
+             ? absl::StrCat("open loop (", info.poisson ? "Poisson" : "constant", " arrivals)")
+             : std::string("closed loop");
 }
 
 std::string ServerText(const RunInfo& info) {
@@ -371,16 +396,17 @@ std::string FormatErrors(const std::map<int, int64_t>& errors, const char* separ
 
 std::string FormatTable(const Report& report) {
   const RunInfo& info = report.info;
-  std::string out = absl::StrCat("gemm_loadgen: ", ModeText(info), " against ",
-                                 absl::StrJoin(info.targets, ","), "\n  workload: ",
-                                 info.workload.Describe(), "\n  server:   ", ServerText(info), "\n");
+  std::string out = absl::StrCat(
+      "gemm_loadgen: ", ModeText(info), " against ", absl::StrJoin(info.targets, ","),
+      "\n  workload: ", info.workload.Describe(), "\n  server:   ", ServerText(info), "\n");
   if (info.interrupted) out += "  INTERRUPTED (Ctrl-C): results cover what ran before\n";
   absl::StrAppendFormat(&out, "%-18s %-6s %10s %9s %8s %9s %9s %9s %9s %9s %9s %8s\n", "point",
                         "stable", "req/s", "TFLOPS", "GB/s", "mean ms", "p50 ms", "p90 ms",
                         "p99 ms", "p99.9 ms", "max ms", "errors");
   for (const PointResult& p : report.points) {
     const PointSummary s = Summarize(p);
-    absl::StrAppendFormat(&out, "%-18s %-6s %10.1f %9.4f %8.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8d\n",
+    absl::StrAppendFormat(&out,
+                          "%-18s %-6s %10.1f %9.4f %8.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8d\n",
                           p.Label(), p.stable ? "yes" : (p.interrupted ? "int" : "no"),
                           s.throughput_rps, s.tflops, s.payload_gbps, s.lat_mean_ms, s.lat_p50_ms,
                           s.lat_p90_ms, s.lat_p99_ms, s.lat_p999_ms, s.lat_max_ms, s.errors);
@@ -457,24 +483,23 @@ std::string FormatJson(const Report& report) {
     absl::StrAppend(&o, "\"label\": ", JsonString(p.Label()));
     absl::StrAppend(&o, ", \"concurrency\": ", JsonNumber(p.concurrency),
                     ", \"target_rate\": ", JsonNumber(p.target_rate));
-    absl::StrAppend(&o, ", \"stable\": ", JsonBool(p.stable), ", \"interrupted\": ",
-                    JsonBool(p.interrupted), ", \"windows\": ", p.windows);
+    absl::StrAppend(&o, ", \"stable\": ", JsonBool(p.stable),
+                    ", \"interrupted\": ", JsonBool(p.interrupted), ", \"windows\": ", p.windows);
     std::vector<std::string> wt, wl;
     for (double v : p.window_throughput) wt.push_back(JsonNumber(v));
     for (double v : p.window_latency_ms) wl.push_back(JsonNumber(v));
     absl::StrAppend(&o, ", \"window_throughput_rps\": [", absl::StrJoin(wt, ", "), "]",
                     ", \"window_latency_ms\": [", absl::StrJoin(wl, ", "), "]");
-    absl::StrAppend(&o, ",\n     \"duration_s\": ", JsonNumber(m.duration_s),
-                    ", \"issued\": ", p.issued, ", \"requests_ok\": ", m.ok,
-                    ", \"requests_failed\": ", m.failed,
-                    ", \"throughput_rps\": ", JsonNumber(s.throughput_rps),
-                    ", \"tflops\": ", JsonNumber(s.tflops),
-                    ", \"payload_gbps\": ", JsonNumber(s.payload_gbps));
-    absl::StrAppend(&o, ",\n     \"latency_ms\": {\"min\": ", JsonNumber(s.lat_min_ms),
-                    ", \"mean\": ", JsonNumber(s.lat_mean_ms), ", \"p50\": ", JsonNumber(s.lat_p50_ms),
-                    ", \"p90\": ", JsonNumber(s.lat_p90_ms), ", \"p99\": ", JsonNumber(s.lat_p99_ms),
-                    ", \"p999\": ", JsonNumber(s.lat_p999_ms), ", \"max\": ", JsonNumber(s.lat_max_ms),
-                    "}");
+    absl::StrAppend(
+        &o, ",\n     \"duration_s\": ", JsonNumber(m.duration_s), ", \"issued\": ", p.issued,
+        ", \"requests_ok\": ", m.ok, ", \"requests_failed\": ", m.failed,
+        ", \"throughput_rps\": ", JsonNumber(s.throughput_rps),
+        ", \"tflops\": ", JsonNumber(s.tflops), ", \"payload_gbps\": ", JsonNumber(s.payload_gbps));
+    absl::StrAppend(
+        &o, ",\n     \"latency_ms\": {\"min\": ", JsonNumber(s.lat_min_ms),
+        ", \"mean\": ", JsonNumber(s.lat_mean_ms), ", \"p50\": ", JsonNumber(s.lat_p50_ms),
+        ", \"p90\": ", JsonNumber(s.lat_p90_ms), ", \"p99\": ", JsonNumber(s.lat_p99_ms),
+        ", \"p999\": ", JsonNumber(s.lat_p999_ms), ", \"max\": ", JsonNumber(s.lat_max_ms), "}");
     std::vector<std::string> curve;
     for (auto [q, ms] : s.percentile_curve) {
       curve.push_back(absl::StrCat("[", JsonNumber(q), ", ", JsonNumber(ms), "]"));
@@ -493,10 +518,11 @@ std::string FormatJson(const Report& report) {
                     ", \"total\": ", JsonNumber(s.server_total_us),
                     ", \"batch_requests\": ", JsonNumber(s.server_batch_requests), "}");
     std::vector<std::string> kernels;
-    for (const auto& [name, n] : m.kernels) kernels.push_back(absl::StrCat(JsonString(name), ": ", n));
+    for (const auto& [name, n] : m.kernels)
+      kernels.push_back(absl::StrCat(JsonString(name), ": ", n));
     absl::StrAppend(&o, ",\n     \"kernels\": {", absl::StrJoin(kernels, ", "), "}");
-    absl::StrAppend(&o, ",\n     \"verify\": {\"checked\": ", m.verified, ", \"mismatches\": ",
-                    m.mismatches, "}}");
+    absl::StrAppend(&o, ",\n     \"verify\": {\"checked\": ", m.verified,
+                    ", \"mismatches\": ", m.mismatches, "}}");
   }
   o += "\n  ]\n}\n";
   return o;
@@ -593,8 +619,13 @@ std::string FormatHtml(const Report& report) {
   Axis pct_x{.label = "percentile", .log = true};
   // NOTE: x = 1/(1-q) on a log axis spreads the tail (90, 99, 99.9, 99.99) evenly; max is
   // plotted at 99.999.
-  for (auto [v, label] : std::vector<std::pair<double, std::string>>{
-           {1, "0"}, {2, "50"}, {10, "90"}, {100, "99"}, {1e3, "99.9"}, {1e4, "99.99"}, {1e5, "max"}}) {
+  for (auto [v, label] : std::vector<std::pair<double, std::string>>{{1, "0"},
+                                                                     {2, "50"},
+                                                                     {10, "90"},
+                                                                     {100, "99"},
+                                                                     {1e3, "99.9"},
+                                                                     {1e4, "99.99"},
+                                                                     {1e5, "max"}}) {
     pct_x.ticks.emplace_back(v, label);
   }
   pct_x.min = 1;
@@ -628,17 +659,17 @@ std::string FormatHtml(const Report& report) {
   for (size_t i = 0; i < sums.size(); ++i) {
     const PointResult& p = report.points[i];
     const PointSummary& s = sums[i];
-    absl::StrAppend(
-        &h, "<tr><td class=\"l\">", Html(p.Label()), "</td><td>",
-        p.stable ? "<span class=\"ok\">yes</span>" : "<span class=\"bad\">no</span>", "</td><td>",
-        p.windows, "</td><td>", p.measured.ok, "</td><td",
-        p.measured.failed ? " class=\"bad\"" : "", ">", p.measured.failed, "</td><td>",
-        Num(s.throughput_rps, 1), "</td><td>", Num(s.tflops, 4), "</td><td>",
-        Num(s.payload_gbps, 3), "</td><td>", Num(s.lat_mean_ms), "</td><td>", Num(s.lat_p50_ms),
-        "</td><td>", Num(s.lat_p90_ms), "</td><td>", Num(s.lat_p99_ms), "</td><td>",
-        Num(s.lat_p999_ms), "</td><td>", Num(s.lat_max_ms), "</td><td>", p.measured.verified,
-        "</td><td", p.measured.mismatches ? " class=\"bad\"" : "", ">", p.measured.mismatches,
-        "</td></tr>\n");
+    absl::StrAppend(&h, "<tr><td class=\"l\">", Html(p.Label()), "</td><td>",
+                    p.stable ? "<span class=\"ok\">yes</span>" : "<span class=\"bad\">no</span>",
+                    "</td><td>", p.windows, "</td><td>", p.measured.ok, "</td><td",
+                    p.measured.failed ? " class=\"bad\"" : "", ">", p.measured.failed, "</td><td>",
+                    Num(s.throughput_rps, 1), "</td><td>", Num(s.tflops, 4), "</td><td>",
+                    Num(s.payload_gbps, 3), "</td><td>", Num(s.lat_mean_ms), "</td><td>",
+                    Num(s.lat_p50_ms), "</td><td>", Num(s.lat_p90_ms), "</td><td>",
+                    Num(s.lat_p99_ms), "</td><td>", Num(s.lat_p999_ms), "</td><td>",
+                    Num(s.lat_max_ms), "</td><td>", p.measured.verified, "</td><td",
+                    p.measured.mismatches ? " class=\"bad\"" : "", ">", p.measured.mismatches,
+                    "</td></tr>\n");
   }
   h += "</table>\n";
 
@@ -650,7 +681,8 @@ std::string FormatHtml(const Report& report) {
     const PointResult& p = report.points[i];
     const PointSummary& s = sums[i];
     std::vector<std::string> kernels;
-    for (const auto& [name, n] : p.measured.kernels) kernels.push_back(absl::StrCat(name, " (", n, ")"));
+    for (const auto& [name, n] : p.measured.kernels)
+      kernels.push_back(absl::StrCat(name, " (", n, ")"));
     absl::StrAppend(&h, "<tr><td class=\"l\">", Html(p.Label()), "</td><td>",
                     Num(s.server_queue_us, 1), "</td><td>", Num(s.server_copy_in_us, 1),
                     "</td><td>", Num(s.server_compute_us, 1), "</td><td>",

@@ -15,7 +15,7 @@ namespace gemm::loadgen {
 
 // How the run was set up, echoed in every report.
 struct RunInfo {
-  std::string started_utc;    // e.g. "2026-11-22T03:10:00Z"
+  std::string started_utc;  // e.g. "2026-11-22T03:10:00Z"
   std::string command_line;
   std::vector<std::string> targets;
   std::string lb_policy;
@@ -46,8 +46,8 @@ struct PointSummary {
   double lat_min_ms = 0, lat_mean_ms = 0, lat_p50_ms = 0, lat_p90_ms = 0, lat_p99_ms = 0,
          lat_p999_ms = 0, lat_max_ms = 0;
   int64_t errors = 0;
-  double server_queue_us = 0, server_copy_in_us = 0, server_compute_us = 0,
-         server_copy_out_us = 0, server_total_us = 0, server_batch_requests = 0;
+  double server_queue_us = 0, server_copy_in_us = 0, server_compute_us = 0, server_copy_out_us = 0,
+         server_total_us = 0, server_batch_requests = 0;
   // (percentile, latency ms) from 0 to 100, for the percentile chart.
   std::vector<std::pair<double, double>> percentile_curve;
 };

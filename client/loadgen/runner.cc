@@ -41,7 +41,8 @@ int64_t NowNs() {
 }
 
 Clock::time_point FromNs(int64_t ns) {
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
+  return Clock::time_point(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
 }
 
 // Operands of one shape and what verification needs.
@@ -134,7 +135,7 @@ class Runner::Impl {
   std::mt19937_64 rng_;
   uint64_t next_id_ = 0;
   uint64_t round_robin_ = 0;
-  std::vector<Stream*> streams_;         // live stream per slot (streaming only)
+  std::vector<Stream*> streams_;  // live stream per slot (streaming only)
   std::vector<int64_t> stream_opened_ns_;
   std::vector<std::unique_ptr<Stream>> all_streams_;  // every stream ever opened (kept until ~Impl)
 
@@ -229,7 +230,8 @@ class Runner::Impl::Stream : public grpc::ClientBidiReactor<v1::GemmRequest, v1:
         next = queue_.front();
       } else {
         writing_ = false;
-        if (closing_ && !broken_ && !writes_done_started_) writes_done_started_ = writes_done = true;
+        if (closing_ && !broken_ && !writes_done_started_)
+          writes_done_started_ = writes_done = true;
       }
       release = ReleaseHoldLocked();
     }
@@ -468,8 +470,8 @@ bool Runner::Impl::Verify(const ShapeData& s, const v1::GemmResponse& resp,
     }
     // BF16 output rounding (2^-9 relative, given 4x margin) plus FP32 accumulation error,
     // bounded by K * 2^-24 * sum|a*b| (given generous margin via 2^-10 * sum|a*b|).
-    const double tol = std::ldexp(std::fabs(s.ref[i]), fp32 ? -20 : -7) +
-                       std::ldexp(s.abs_dot[i], -10) + 1e-30;
+    const double tol =
+        std::ldexp(std::fabs(s.ref[i]), fp32 ? -20 : -7) + std::ldexp(s.abs_dot[i], -10) + 1e-30;
     if (!(std::fabs(got - s.ref[i]) <= tol)) {
       *why = absl::StrFormat("D[%d,%d] = %g, reference %g (tolerance %g)", pos / s.spec.n,
                              pos % s.spec.n, got, s.ref[i], tol);
@@ -577,8 +579,8 @@ void Runner::Impl::Issue(int64_t intended_ns) {
   auto deadline = std::chrono::system_clock::now() +
                   std::chrono::microseconds(static_cast<int64_t>(options_.rpc_timeout_s * 1e6));
   if (w.deadline_us > 0) {
-    deadline = std::min(deadline,
-                        std::chrono::system_clock::now() + std::chrono::microseconds(w.deadline_us));
+    deadline = std::min(
+        deadline, std::chrono::system_clock::now() + std::chrono::microseconds(w.deadline_us));
   }
   c->ctx->set_deadline(deadline);
   {
@@ -586,8 +588,9 @@ void Runner::Impl::Issue(int64_t intended_ns) {
     live_.insert(c);
   }
   const v1::GemmRequest& req = templates_[TemplateGroup(c->endpoint)][c->shape];
-  endpoints_[e].stub->async()->Gemm(c->ctx.get(), &req, &c->resp,
-                           [this, c](grpc::Status status) { Complete(c, status, &c->resp); });
+  endpoints_[e].stub->async()->Gemm(c->ctx.get(), &req, &c->resp, [this, c](grpc::Status status) {
+    Complete(c, status, &c->resp);
+  });
 }
 
 void Runner::Impl::DispatchLoop(double level) {
@@ -600,9 +603,8 @@ void Runner::Impl::DispatchLoop(double level) {
         std::unique_lock<std::mutex> l(dispatch_mu_);
         dispatch_cv_.wait_until(l, FromNs(next), [&] { return stop_dispatch_; });
         // Past the cap we wait, but the request keeps its intended time: the wait is latency.
-        dispatch_cv_.wait(l, [&] {
-          return stop_dispatch_ || outstanding_.load() < options_.max_outstanding;
-        });
+        dispatch_cv_.wait(
+            l, [&] { return stop_dispatch_ || outstanding_.load() < options_.max_outstanding; });
         if (stop_dispatch_) return;
       }
       Issue(next);
@@ -665,8 +667,7 @@ bool Runner::Impl::WaitFor(double seconds, const std::string& label, const std::
                    static_cast<long long>(outstanding_.load()));
       std::fflush(stderr);
     }
-    std::this_thread::sleep_for(
-        std::chrono::nanoseconds(std::min<int64_t>(end - now, 50'000'000)));
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(end - now, 50'000'000)));
   }
 }
 

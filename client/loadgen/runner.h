@@ -23,9 +23,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "client/gemm_client.h"
 #include "client/loadgen/stats.h"
 #include "client/loadgen/workload.h"
-#include "client/gemm_client.h"
 
 namespace gemm::loadgen {
 
@@ -39,20 +39,20 @@ struct Target {
 
 struct RunnerOptions {
   WorkloadSpec workload;
-  bool open_loop = false;         // false: closed loop (concurrency); true: open loop (rate)
-  bool poisson = false;           // open loop: exponential inter-arrival times instead of constant
-  double warmup_s = 2.0;          // discarded time at the start of every point
-  double window_s = 2.0;          // length of one measurement window
-  int stable_windows = 3;         // how many consecutive windows must agree
-  double stability_pct = 10.0;    // allowed deviation of each from their mean, percent
+  bool open_loop = false;       // false: closed loop (concurrency); true: open loop (rate)
+  bool poisson = false;         // open loop: exponential inter-arrival times instead of constant
+  double warmup_s = 2.0;        // discarded time at the start of every point
+  double window_s = 2.0;        // length of one measurement window
+  int stable_windows = 3;       // how many consecutive windows must agree
+  double stability_pct = 10.0;  // allowed deviation of each from their mean, percent
   double stability_percentile = 0;  // latency metric for stability: 0 = mean, else a percentile
-  int max_windows = 10;           // bound on windows per point (reported as not stable)
-  double verify_fraction = 0;     // share of responses checked against the local reference
-  int64_t max_outstanding = 4096; // open loop: cap on requests in flight
-  double error_backoff_ms = 10;   // closed loop: pause after a failed request (avoids spinning)
-  double rpc_timeout_s = 60;      // gRPC deadline of every request
-  uint64_t seed = 1;              // operand data, shape mix, arrivals, verify sampling
-  bool progress = false;          // live progress line on stderr
+  int max_windows = 10;             // bound on windows per point (reported as not stable)
+  double verify_fraction = 0;       // share of responses checked against the local reference
+  int64_t max_outstanding = 4096;   // open loop: cap on requests in flight
+  double error_backoff_ms = 10;     // closed loop: pause after a failed request (avoids spinning)
+  double rpc_timeout_s = 60;        // gRPC deadline of every request
+  uint64_t seed = 1;                // operand data, shape mix, arrivals, verify sampling
+  bool progress = false;            // live progress line on stderr
   const std::atomic<bool>* stop = nullptr;  // set to end the run early (Ctrl-C)
 };
 

@@ -29,9 +29,9 @@ struct WindowStats {
   double flops = 0;                       // 2*M*N*K of successful requests
   double payload_bytes = 0;               // operand + output bytes of successful requests
   ServerTimingSums server;
-  int64_t verified = 0;    // responses compared with the local reference
-  int64_t mismatches = 0;  // of those, how many were wrong
-  double duration_s = 0;   // wall time the window covered
+  int64_t verified = 0;                    // responses compared with the local reference
+  int64_t mismatches = 0;                  // of those, how many were wrong
+  double duration_s = 0;                   // wall time the window covered
   std::map<std::string, int64_t> kernels;  // GemmResponse.kernel -> count
 
   // Adds `o`'s counters and duration.
@@ -43,15 +43,15 @@ struct WindowStats {
 // Result of one sweep point (one concurrency or one rate).
 struct PointResult {
   bool open_loop = false;
-  double concurrency = 0;   // closed loop: requests kept in flight
-  double target_rate = 0;   // open loop: requests per second offered
-  bool stable = false;      // the last `stable_windows` windows agreed within the tolerance
-  bool interrupted = false; // Ctrl-C ended this point early
-  int windows = 0;          // measurement windows run (after warm-up)
+  double concurrency = 0;    // closed loop: requests kept in flight
+  double target_rate = 0;    // open loop: requests per second offered
+  bool stable = false;       // the last `stable_windows` windows agreed within the tolerance
+  bool interrupted = false;  // Ctrl-C ended this point early
+  int windows = 0;           // measurement windows run (after warm-up)
   std::vector<double> window_throughput;  // ok/s of each window, in order
   std::vector<double> window_latency_ms;  // stability latency metric of each window
-  WindowStats measured;     // the windows the result is computed from, merged
-  int64_t issued = 0;       // requests sent during the point (warm-up included)
+  WindowStats measured;                   // the windows the result is computed from, merged
+  int64_t issued = 0;                     // requests sent during the point (warm-up included)
 
   // "concurrency=8" or "rate=500/s".
   std::string Label() const;

@@ -45,11 +45,11 @@ int64_t WorkloadSpec::ResponseBytes(const ShapeSpec& s) const {
 std::string WorkloadSpec::Describe() const {
   std::vector<std::string> mix;
   for (const ShapeSpec& s : shapes) mix.push_back(absl::StrCat(s.Name(), "@", s.weight));
-  std::string d = absl::StrCat(absl::StrJoin(mix, ","),
-                               " b=", b_source == BSource::kInline ? "inline" : "resident",
-                               " layout=", b_nk ? "nk" : "kn", " out=", output_fp32 ? "fp32" : "bf16",
-                               " prio=", priority_high ? "high" : "normal",
-                               streaming ? " stream" : " unary", " ch=", channels);
+  std::string d = absl::StrCat(
+      absl::StrJoin(mix, ","), " b=", b_source == BSource::kInline ? "inline" : "resident",
+      " layout=", b_nk ? "nk" : "kn", " out=", output_fp32 ? "fp32" : "bf16",
+      " prio=", priority_high ? "high" : "normal", streaming ? " stream" : " unary",
+      " ch=", channels);
   if (streaming) absl::StrAppend(&d, " streams/ch=", streams_per_channel);
   if (deadline_us > 0) absl::StrAppend(&d, " deadline=", deadline_us, "us");
   if (!kernel.empty()) absl::StrAppend(&d, " kernel=", kernel);
@@ -64,8 +64,8 @@ absl::StatusOr<std::vector<ShapeSpec>> ParseShapes(absl::string_view text) {
     std::vector<absl::string_view> at = absl::StrSplit(entry, '@');
     if (at.size() > 2) return absl::InvalidArgumentError(absl::StrCat("bad shape '", entry, "'"));
     if (at.size() == 2) {
-      if (!absl::SimpleAtod(absl::StripAsciiWhitespace(at[1]), &s.weight) ||
-          !(s.weight > 0) || !std::isfinite(s.weight)) {
+      if (!absl::SimpleAtod(absl::StripAsciiWhitespace(at[1]), &s.weight) || !(s.weight > 0) ||
+          !std::isfinite(s.weight)) {
         return absl::InvalidArgumentError(
             absl::StrCat("bad weight in shape '", entry, "': need a number > 0"));
       }
@@ -97,15 +97,16 @@ absl::StatusOr<std::vector<double>> ParseSweep(absl::string_view text) {
   auto parse_value = [](absl::string_view s) -> absl::StatusOr<double> {
     double v = 0;
     if (!absl::SimpleAtod(absl::StripAsciiWhitespace(s), &v) || !(v > 0) || !std::isfinite(v)) {
-      return absl::InvalidArgumentError(absl::StrCat("bad sweep value '", s, "': need a number > 0"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad sweep value '", s, "': need a number > 0"));
     }
     return v;
   };
   if (absl::StrContains(text, ':')) {
     std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
     if (parts.size() != 3) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad sweep '", text, "': expected start:end:step, e.g. 1:64:x2 or 100:1000:+100"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bad sweep '", text, "': expected start:end:step, e.g. 1:64:x2 or 100:1000:+100"));
     }
     auto start = parse_value(parts[0]);
     auto end = parse_value(parts[1]);
@@ -121,7 +122,8 @@ absl::StatusOr<std::vector<double>> ParseSweep(absl::string_view text) {
     auto by = parse_value(step);
     if (!by.ok()) return by.status();
     if (multiply && *by <= 1.0) {
-      return absl::InvalidArgumentError(absl::StrCat("bad sweep step '", parts[2], "': factor must be > 1"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad sweep step '", parts[2], "': factor must be > 1"));
     }
     if (*end < *start) {
       return absl::InvalidArgumentError(absl::StrCat("bad sweep '", text, "': end < start"));

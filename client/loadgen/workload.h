@@ -37,14 +37,14 @@ struct ShapeSpec {
 struct WorkloadSpec {
   std::vector<ShapeSpec> shapes;  // at least one
   BSource b_source = BSource::kInline;
-  bool b_nk = false;             // B layout [N,K] (PyTorch weight) instead of [K,N]
-  bool output_fp32 = false;      // output dtype FP32 instead of BF16
-  bool priority_high = false;    // PRIORITY_HIGH instead of PRIORITY_NORMAL
-  int64_t deadline_us = 0;       // per-request deadline (0: none)
-  bool streaming = false;        // GemmStream instead of unary Gemm
-  int channels = 1;              // gRPC channels per target
-  int streams_per_channel = 1;   // GemmStream streams per channel (streaming only)
-  std::string kernel;            // GemmRequest.kernel ("" = server's choice)
+  bool b_nk = false;            // B layout [N,K] (PyTorch weight) instead of [K,N]
+  bool output_fp32 = false;     // output dtype FP32 instead of BF16
+  bool priority_high = false;   // PRIORITY_HIGH instead of PRIORITY_NORMAL
+  int64_t deadline_us = 0;      // per-request deadline (0: none)
+  bool streaming = false;       // GemmStream instead of unary Gemm
+  int channels = 1;             // gRPC channels per target
+  int streams_per_channel = 1;  // GemmStream streams per channel (streaming only)
+  std::string kernel;           // GemmRequest.kernel ("" = server's choice)
 
   // Bytes of one request's operands (A and inline B) for shape `s`.
   int64_t RequestBytes(const ShapeSpec& s) const;
@@ -67,10 +67,10 @@ absl::StatusOr<std::vector<double>> ParseSweep(absl::string_view text);
 absl::StatusOr<std::map<std::string, std::string>> ParseKeyValueText(absl::string_view text);
 
 // Parsers of single values shared by flags and workload files.
-absl::StatusOr<BSource> ParseBSource(absl::string_view text);           // inline|resident
-absl::StatusOr<bool> ParseLayoutNk(absl::string_view text);             // kn|nk
-absl::StatusOr<bool> ParseOutputFp32(absl::string_view text);           // bf16|fp32
-absl::StatusOr<bool> ParsePriorityHigh(absl::string_view text);         // normal|high
-absl::StatusOr<bool> ParseStreaming(absl::string_view text);            // unary|stream
+absl::StatusOr<BSource> ParseBSource(absl::string_view text);    // inline|resident
+absl::StatusOr<bool> ParseLayoutNk(absl::string_view text);      // kn|nk
+absl::StatusOr<bool> ParseOutputFp32(absl::string_view text);    // bf16|fp32
+absl::StatusOr<bool> ParsePriorityHigh(absl::string_view text);  // normal|high
+absl::StatusOr<bool> ParseStreaming(absl::string_view text);     // unary|stream
 
 }  // namespace gemm::loadgen
