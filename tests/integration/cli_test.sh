@@ -58,4 +58,13 @@ set +e
 C bogus 2>/dev/null; rc=$?
 set -e
 [ "$rc" -eq 2 ]
+# Server reflection lists the service (what grpcurl uses), raw bytes: no reflection stubs needed.
+/usr/bin/python3 - "$port" <<'PY'
+import sys, grpc
+ch = grpc.insecure_channel(f"127.0.0.1:{sys.argv[1]}")
+call = ch.stream_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo")
+# ServerReflectionRequest{list_services = ""} (field 7, length-delimited)
+replies = b"".join(call(iter([b"\x3a\x00"]), timeout=10))
+assert b"gemm.v1.GemmService" in replies and b"grpc.health.v1.Health" in replies, replies
+PY
 echo "cli_test: all checks passed"
