@@ -177,8 +177,12 @@ std::string UtcNow() {
 std::string DescribeDevices(const gemm::v1::ServerInfo& info) {
   std::vector<std::string> parts;
   for (const auto& d : info.devices()) {
-    parts.push_back(absl::StrCat(d.name(), " (sm_", d.compute_capability_major(),
-                                 d.compute_capability_minor(), ", ", d.kernel(), ")"));
+    std::string part = d.name();
+    if (d.compute_capability_major() > 0) {
+      absl::StrAppend(&part, " sm_", d.compute_capability_major(), d.compute_capability_minor());
+    }
+    if (!d.kernel().empty()) absl::StrAppend(&part, " [", d.kernel(), "]");
+    parts.push_back(part);
   }
   return absl::StrJoin(parts, "; ");
 }
