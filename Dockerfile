@@ -14,9 +14,11 @@ ARG UBUNTU_VERSION=24.04
 # ---------------------------------------------------------------------------------------------
 FROM nvidia/cuda:${CUDA_VERSION}-devel-ubuntu${UBUNTU_VERSION} AS build
 
-# CMake preset passed to scripts/build.sh and the build directory it writes.
+# CMake preset passed to scripts/build.sh and the build directory it writes; GEMM_CMAKE_ARGS are
+# extra configure arguments (e.g. -DGEMM_BUILD_TESTS=OFF for a faster image build).
 ARG BUILD_PRESET=default
 ARG BUILD_DIR=build
+ARG GEMM_CMAKE_ARGS=""
 # 1 runs scripts/test.sh (unit + loopback integration tests, CPU backend) inside the build.
 ARG GEMM_RUN_TESTS=0
 # GPU architectures the server binary must carry code for (empty: no check).
@@ -34,7 +36,8 @@ COPY scripts/install_deps.sh scripts/install_deps.sh
 RUN bash scripts/install_deps.sh && rm -rf /var/lib/apt/lists/*
 
 COPY . .
-RUN bash scripts/build.sh "${BUILD_PRESET}"
+# GEMM_CMAKE_ARGS unquoted on purpose: it is a list of arguments.
+RUN bash scripts/build.sh "${BUILD_PRESET}" ${GEMM_CMAKE_ARGS}
 RUN if [ "${GEMM_RUN_TESTS}" = "1" ]; then bash scripts/test.sh; fi
 
 # Fail the image build when the fat binary lacks an architecture (a kernel file dropped from
@@ -57,6 +60,9 @@ RUN set -eu; \
       found="$(find "${BUILD_DIR}" -type f -name "${tool}" -perm -u+x | head -n 1)"; \
       if [ -n "${found}" ]; then install -m 0755 "${found}" /stage/bin/; fi; \
     done; \
+    if [ -f /stage/bin/gemm_bench ] && [ -d bench/shapes ]; then \
+      mkdir -p /stage/share/bench && cp -r bench/shapes /stage/share/bench/; \
+    fi; \
     install -m 0755 deploy/docker/entrypoint.sh deploy/docker/runtime-deps.sh /stage/bin/; \
     bash deploy/docker/runtime-deps.sh packages /stage/bin/gemm_* \
       > /stage/share/runtime-packages.txt; \
