@@ -33,25 +33,32 @@ TEST(SmallMPlan, MTileFollowsM) {
   EXPECT_EQ(PlanSmallM(Shape(128, 64, 64), 132).m_tile, 128);
 }
 
-TEST(SmallMPlan, SplitsFillTheGpuForDecodeShapes) {
+TEST(SmallMPlan, EverySmStreamsForDecodeShapes) {
   for (int64_t m : {1, 16, 32, 64, 128}) {
     for (auto [n, k] : {std::pair<int64_t, int64_t>{8192, 8192}, {28672, 8192}, {8192, 28672}}) {
       const SmallMPlan plan = PlanSmallM(Shape(m, n, k), 132);
-      SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << " splits " << plan.splits);
-      EXPECT_GE(plan.splits, 1);
-      EXPECT_LE(plan.splits, plan.k_blocks);
-      EXPECT_GE(plan.n_tiles * plan.splits, 132 * 0.8) << "too few CTAs to stream B on all SMs";
+      SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k << " ctas " << plan.ctas);
+      EXPECT_EQ(plan.ctas % 132, 0) << "one or more CTAs on every SM";
+      EXPECT_EQ(plan.total_iters, plan.n_tiles * plan.k_blocks);
       EXPECT_EQ(plan.workspace_bytes,
-                plan.splits > 1 ? static_cast<std::size_t>(plan.splits) * m * n * 4 : 0u);
+                plan.split_tiles ? static_cast<std::size_t>(plan.ctas) * 2 * m * 128 * 4 : 0u);
     }
   }
 }
 
-TEST(SmallMPlan, SmallKAndForcedSplits) {
-  EXPECT_EQ(PlanSmallM(Shape(8, 8192, 64), 132).splits, 1);  // one K block: nothing to split
-  EXPECT_EQ(PlanSmallM(Shape(8, 8192, 8192), 132, 5).splits, 5);
-  EXPECT_EQ(PlanSmallM(Shape(8, 64, 200), 132, 99).splits, 4);  // clamped to k_blocks
+TEST(SmallMPlan, SplitTilesOnlyWhenCtaBoundariesCutTiles) {
+  // 64 tiles x 128 K blocks on 128 CTAs: two CTAs per tile, each cut in the middle.
+  EXPECT_TRUE(PlanSmallM(Shape(8, 8192, 8192), 132, 128).split_tiles);
+  // 64 CTAs: one whole tile each.
+  EXPECT_FALSE(PlanSmallM(Shape(8, 8192, 8192), 132, 64).split_tiles);
+  EXPECT_EQ(PlanSmallM(Shape(8, 8192, 8192), 132, 64).workspace_bytes, 0u);
+  // One K block: tiles are never cut.
+  EXPECT_FALSE(PlanSmallM(Shape(8, 8192, 64), 132).split_tiles);
   EXPECT_EQ(SmallMWorkspaceBytes(Shape(8, 64, 64), 132), 0u);
+  // Forced sizes are clamped to the iteration count.
+  EXPECT_EQ(PlanSmallM(Shape(8, 64, 200), 132, 99).ctas, 4);
+  // Batches extend the iteration space.
+  EXPECT_EQ(PlanSmallM(Shape(8, 256, 256, 3), 132).total_iters, 3 * 2 * 4);
 }
 
 }  // namespace

@@ -90,19 +90,18 @@ class SmallMTest : public ::testing::Test {
     float alpha = 1.f, beta = 0.f;
     int64_t pad = 0;  // extra elements per row of every operand
     int64_t batch = 1;
-    int force_splits = 0;  // 0: the heuristic's plan
+    int64_t force_ctas = 0;  // grid size override; 0: the heuristic's plan
   };
 
   // Runs `c` through the small-M kernel and cuBLAS; returns the relative Frobenius error and
   // fails on NaN, unwritten elements, written padding or element-wise mismatch. Optionally
   // returns our raw output.
   void RunCase(const Case& c, std::vector<uint8_t>* raw_out = nullptr) {
-    SCOPED_TRACE(::testing::Message()
-                 << "M=" << c.m << " N=" << c.n << " K=" << c.k
-                 << " layout=" << (c.layout == BLayout::kNK ? "NK" : "KN")
-                 << " dtype=" << (c.dtype == DType::kBF16 ? "bf16" : "f32") << " alpha=" << c.alpha
-                 << " beta=" << c.beta << " pad=" << c.pad << " batch=" << c.batch
-                 << " splits=" << c.force_splits);
+    SCOPED_TRACE(::testing::Message() << "M=" << c.m << " N=" << c.n << " K=" << c.k
+                                      << " layout=" << (c.layout == BLayout::kNK ? "NK" : "KN")
+                                      << " dtype=" << (c.dtype == DType::kBF16 ? "bf16" : "f32")
+                                      << " alpha=" << c.alpha << " beta=" << c.beta << " pad="
+                                      << c.pad << " batch=" << c.batch << " ctas=" << c.force_ctas);
     const std::size_t es = DTypeSize(c.dtype);
     const int64_t lda = Round8(c.k) + c.pad;
     const int64_t ldb = (c.layout == BLayout::kNK ? Round8(c.k) : Round8(c.n)) + c.pad;
@@ -150,7 +149,7 @@ class SmallMTest : public ::testing::Test {
     CUDA_OK(cudaMemset(d_, 0xFF, d_elems * c.batch * es));  // NaN in BF16 and FP32
     int sms = 0;
     CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const SmallMPlan plan = PlanSmallM(args, sms, c.force_splits);
+    const SmallMPlan plan = PlanSmallM(args, sms, c.force_ctas);
     ASSERT_LE(plan.workspace_bytes, kWsBytes);
     absl::Status st = SmallMGemmWithPlan(args, plan, nullptr, ws_, kWsBytes);
     ASSERT_TRUE(st.ok()) << st;
@@ -252,12 +251,13 @@ SMALL_M_SWEEP(SweepNkF32, BLayout::kNK, DType::kFP32)
 SMALL_M_SWEEP(SweepKnBf16, BLayout::kKN, DType::kBF16)
 SMALL_M_SWEEP(SweepKnF32, BLayout::kKN, DType::kFP32)
 
-TEST_F(SmallMTest, ForcedSplits) {
+TEST_F(SmallMTest, ForcedGridSizes) {
+  // Grid sizes that split tiles unevenly (stream-K partials + fixup) and that don't.
   for (BLayout layout : {BLayout::kNK, BLayout::kKN})
-    for (int splits : {1, 2, 5, 32})
+    for (int64_t ctas : {1, 3, 8, 47, 132, 264, 376})
       for (int64_t m : {3, 40, 100}) {
         Case c{m, 1000, 3000, layout, DType::kFP32, 1.5f, 0.25f};
-        c.force_splits = splits;
+        c.force_ctas = ctas;
         RunCase(c);
         if (HasFailure()) return;
       }
@@ -269,6 +269,8 @@ TEST_F(SmallMTest, StridedBatch) {
       Case c{5, 1000, 4096, layout, dtype, 1.f, 0.5f};
       c.batch = 3;
       RunCase(c);
+      c.force_ctas = 100;  // tiles shared across batch entries
+      RunCase(c);
       c = Case{128, 257, 520, layout, dtype};
       c.batch = 4;
       c.pad = 8;
@@ -279,7 +281,7 @@ TEST_F(SmallMTest, StridedBatch) {
 
 TEST_F(SmallMTest, DeterministicAcrossRuns) {
   Case c{16, 4096, 8192, BLayout::kNK, DType::kFP32};
-  c.force_splits = 8;
+  c.force_ctas = 77;
   std::vector<uint8_t> first, second;
   RunCase(c, &first);
   // Same operands again: RunCase draws new slices, so fix the seed to repeat them.
@@ -288,6 +290,33 @@ TEST_F(SmallMTest, DeterministicAcrossRuns) {
   rng_.seed(42);
   RunCase(c, &second);
   EXPECT_TRUE(first == second) << "split-K result differs between identical runs";
+}
+
+TEST_F(SmallMTest, NoWorkspaceFallsBackToWholeTiles) {
+  StridedBatch args;
+  Problem& p = args.problem;
+  p.m = 9;
+  p.n = 700;
+  p.k = 5000;
+  p.lda = p.ldb = 5000;
+  p.ldd = 700;
+  p.a = Slice(9 * 5000);
+  p.b = Slice(700 * 5000);
+  p.d = d_;
+  p.d_dtype = DType::kFP32;
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  ASSERT_GT(SmallMWorkspaceBytes(args, sms), 0u);
+  std::vector<float> with_ws(9 * 700), without(9 * 700);
+  ASSERT_TRUE(SmallMGemm(args, nullptr, {.workspace = ws_, .workspace_bytes = kWsBytes}).ok());
+  CUDA_OK(cudaMemcpy(with_ws.data(), d_, with_ws.size() * 4, cudaMemcpyDeviceToHost));
+  CUDA_OK(cudaMemset(d_, 0xFF, without.size() * 4));
+  ASSERT_TRUE(SmallMGemm(args, nullptr, {}).ok());
+  CUDA_OK(cudaMemcpy(without.data(), d_, without.size() * 4, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < with_ws.size(); ++i) {
+    ASSERT_FALSE(std::isnan(without[i])) << i;
+    ASSERT_NEAR(with_ws[i], without[i], 1e-3f * (1.f + std::abs(with_ws[i]))) << i;
+  }
 }
 
 TEST_F(SmallMTest, RejectsBadArguments) {

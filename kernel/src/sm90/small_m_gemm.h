@@ -3,10 +3,13 @@
 // (B's N dimension in the MMA's M slot, the few activation rows in its N slot), cp.async
 // multi-stage pipelines, and split-K so that every SM streams B. Called by the SM90 dispatch.
 //
-// Split-K reduction: deterministic. Each split writes FP32 partials to the caller's workspace
-// ([split][batch][M][N]); a second kernel (launched with programmatic dependent launch) sums
-// the splits in a fixed order and applies alpha/beta/C. No atomics, so results are bit-identical
-// from run to run. With too small a workspace the launch falls back to one split (no workspace).
+// Work split: stream-K. The iteration space (batch entry, 128-row weight tile, 64-wide K block)
+// is cut into one contiguous range per CTA, one or two CTAs per SM, so every SM streams the same
+// number of B bytes for any shape. Tiles shared by several CTAs are reduced deterministically:
+// each CTA writes FP32 partials to the caller's workspace (at most two tiles per CTA) and a
+// fixup kernel (launched with programmatic dependent launch) sums them in CTA order and applies
+// alpha/beta/C. No atomics: results are bit-identical from run to run. With too small a
+// workspace the launch falls back to one CTA per tile (no partials, no workspace).
 #pragma once
 
 #include <cstddef>
@@ -31,21 +34,23 @@ absl::Status SmallMGemm(const StridedBatch& args, cudaStream_t stream, const Lau
 
 // Launch plan of one call: pure host arithmetic, exposed for unit tests and the benchmark.
 struct SmallMPlan {
-  int m_tile = 16;                  // activation rows per CTA tile: 16, 32, 64 or 128
-  int n_tile = 128;                 // weight rows (N) per CTA tile
-  int k_block = 64;                 // K elements per pipeline stage
-  int splits = 1;                   // split-K factor (1: direct epilogue, no workspace)
-  int64_t n_tiles = 0;              // ceil(N / n_tile)
-  int64_t k_blocks = 0;             // ceil(K / k_block)
-  std::size_t workspace_bytes = 0;  // FP32 partials when splits > 1
+  int m_tile = 16;           // activation rows per tile: 16, 32, 64 or 128
+  int n_tile = 128;          // weight rows (N) per tile
+  int k_block = 64;          // K elements per pipeline stage
+  int64_t n_tiles = 0;       // ceil(N / n_tile)
+  int64_t k_blocks = 0;      // ceil(K / k_block)
+  int64_t total_iters = 0;   // batch * n_tiles * k_blocks
+  int64_t ctas = 0;          // grid size; CTA c runs iterations [c*total/ctas, (c+1)*total/ctas)
+  bool split_tiles = false;  // some tile is shared by several CTAs (fixup kernel runs)
+  std::size_t workspace_bytes = 0;  // FP32 partials, ctas * 2 * M * n_tile * 4, when split
 };
 
-// Chooses the plan for `args` on `sm_count` SMs. `force_splits` > 0 overrides the split-K choice
-// (clamped to [1, k_blocks]); used by tests and tuning.
-SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int force_splits = 0);
+// Chooses the plan for `args` on `sm_count` SMs. `force_ctas` > 0 overrides the grid size
+// (clamped to [1, total_iters]); used by tests and tuning.
+SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas = 0);
 
 // Enqueues `args` with an explicit `plan` (from PlanSmallM). `workspace` must hold
-// plan.workspace_bytes when plan.splits > 1. Same checks and errors as SmallMGemm.
+// plan.workspace_bytes (else the call runs one CTA per tile). Same checks and errors as SmallMGemm.
 absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan,
                                 cudaStream_t stream, void* workspace, std::size_t workspace_bytes);
 

@@ -26,18 +26,26 @@ struct Params {
   int64_t ldc, stride_c;
   void* d;
   int64_t ldd, stride_d;
-  float* ws;  // [splits][gridDim.z][M][N] FP32 partials when splits > 1
+  float* ws;  // [ctas][2][M][kBlockN] FP32 partial tiles (stream-K), unused when none split
   int64_t m, n, k;
-  int64_t batch_offset;  // batch index of blockIdx.z == 0
-  int64_t batch_count;   // batch entries in this launch (gridDim.z)
-  int64_t k_blocks;
-  int splits;
+  int64_t batch;
+  int64_t n_tiles, k_blocks;
+  int64_t total_iters;  // batch * n_tiles * k_blocks
+  int64_t ctas;         // gridDim.x: CTA c runs iterations [c * total / ctas, (c+1) * total / ctas)
   float alpha, beta;
 };
 
 constexpr int kThreads = 256;
-constexpr int kBlockN = 128;  // weight rows per CTA
+constexpr int kBlockN = 128;  // weight rows per tile
 constexpr int kBlockK = 64;   // K per stage: 128-byte rows
+
+// First iteration of CTA `c` and the CTA that runs iteration `i` (exact inverses).
+__host__ __device__ inline int64_t CtaBegin(int64_t c, const Params& p) {
+  return c * p.total_iters / p.ctas;
+}
+__host__ __device__ inline int64_t CtaOf(int64_t i, const Params& p) {
+  return ((i + 1) * p.ctas - 1) / p.total_iters;
+}
 
 // Static shape of one instantiation, by activation tile height kMT.
 template <int kMT>
@@ -56,8 +64,8 @@ struct Config {
   static constexpr int kBBytes = kBlockN * kBlockK * 2;
   static constexpr int kABytes = kMT * kBlockK * 2;
   static constexpr int kStageBytes = kBBytes + kABytes;
-  // NOTE: about 100 KB per CTA so that two CTAs share an SM: ~2 x (stages - 1) x 16 KB of B in
-  // flight per SM covers the HBM latency-bandwidth product with room to spare.
+  // NOTE: about 100 KB per CTA so that two CTAs can share an SM; (stages - 1) x 16 KB of B in
+  // flight per CTA covers the HBM latency-bandwidth product share of one SM.
   static constexpr int kStages = kMT == 16 ? 6 : kMT == 32 ? 5 : kMT == 64 ? 4 : 3;
   static constexpr int kSmemBytes = kStages * kStageBytes;
 };
@@ -84,33 +92,48 @@ __device__ __forceinline__ uint32_t ClampBytes(int64_t elems_left) {
   return elems_left <= 0 ? 0u : elems_left >= 8 ? 16u : static_cast<uint32_t>(elems_left * 2);
 }
 
-// One CTA: weight rows [blockIdx.x * 128, +128), K blocks of split blockIdx.y, batch entry
-// batch_offset + blockIdx.z, all m_tile activation rows. kKN: B is [K,N] (else [N,K]).
+// Stream-K over the iteration space (batch entry, 128-row weight tile, 64-wide K block), K
+// fastest: CTA c runs a contiguous range of iterations, so every CTA streams the same number of
+// B bytes whatever the shape. A tile covered by one CTA is written directly (alpha, beta, C);
+// a tile shared by several CTAs leaves FP32 partials in the workspace (slot 0: the CTA's first
+// tile, slot 1: its last) for SmallMFixupKernel. kKN: B is [K,N] (else [N,K]).
 template <int kMT, bool kKN, typename OutT>
 __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Cfg = Config<kMT>;
   extern __shared__ __align__(128) uint8_t smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBlockN;
-  const int split = blockIdx.y;
-  const int64_t bi = p.batch_offset + blockIdx.z;
-  const __nv_bfloat16* A = p.a + bi * p.stride_a;
-  const __nv_bfloat16* B = p.b + bi * p.stride_b;
-  const int64_t kb_begin = split * p.k_blocks / p.splits;
-  const int nk = static_cast<int>((split + 1) * p.k_blocks / p.splits - kb_begin);
+  const int64_t cta = blockIdx.x;
+  const int64_t it_begin = CtaBegin(cta, p);
+  const int nk = static_cast<int>(CtaBegin(cta + 1, p) - it_begin);
   const uint32_t smem0 = SmemAddr(smem);
 
-  // Per-thread load coordinates (constant over the K loop). Shared tiles use 16-byte chunks
-  // XOR-swizzled by (row & 7) so that ldmatrix reads of 8 rows hit 8 distinct bank groups.
+  // Loader position (batch, tile, k block), advanced one iteration per stage.
+  int64_t l_kb = it_begin % p.k_blocks;
+  int64_t l_tile = (it_begin / p.k_blocks) % p.n_tiles;
+  int64_t l_b = it_begin / (p.k_blocks * p.n_tiles);
+  auto advance = [&p](int64_t& kb, int64_t& tile, int64_t& b) {
+    if (++kb == p.k_blocks) {
+      kb = 0;
+      if (++tile == p.n_tiles) {
+        tile = 0;
+        ++b;
+      }
+    }
+  };
+
+  // Shared tiles use 16-byte chunks XOR-swizzled by (row & 7) so that ldmatrix reads of 8 rows
+  // hit 8 distinct bank groups.
   // kNK: B tile [128 n][64 k], thread -> chunk (tid & 7) of rows tid / 8 + 32 j.
   // kKN: B tile [64 k][128 n], thread -> chunk (tid & 15) of rows tid / 16 + 16 j.
   constexpr int kBLoads = Cfg::kBBytes / 16 / kThreads;  // 4
   constexpr int kALoads = (kMT * 8 + kThreads - 1) / kThreads;
-  auto load_stage = [&](int slot, int64_t kb) {
+  auto load_stage = [&](int slot) {
     const uint32_t sb = smem0 + slot * Cfg::kStageBytes;
     const uint32_t sa = sb + Cfg::kBBytes;
-    const int64_t k0 = kb * kBlockK;
+    const int64_t k0 = l_kb * kBlockK, n0 = l_tile * kBlockN;
+    const __nv_bfloat16* A = p.a + l_b * p.stride_a;
+    const __nv_bfloat16* B = p.b + l_b * p.stride_b;
     if constexpr (!kKN) {
       const int c = tid & 7, r0 = tid >> 3;
       const int64_t k = k0 + c * 8;
@@ -120,7 +143,7 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
         const int r = r0 + 32 * j;
         const int64_t n = n0 + r;
         const bool ok = n < p.n && kbytes > 0;
-        const __nv_bfloat16* src = ok ? B + n * p.ldb + k : B;
+        const __nv_bfloat16* src = ok ? B + n * p.ldb + k : p.b;
         CpAsync16(sb + r * 128 + ((c ^ (r & 7)) << 4), src, ok ? kbytes : 0u);
       }
     } else {
@@ -132,7 +155,7 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
         const int r = r0 + 16 * j;
         const int64_t k = k0 + r;
         const bool ok = k < p.k && nbytes > 0;
-        const __nv_bfloat16* src = ok ? B + k * p.ldb + n : B;
+        const __nv_bfloat16* src = ok ? B + k * p.ldb + n : p.b;
         CpAsync16(sb + r * 256 + ((c ^ (r & 7)) << 4), src, ok ? nbytes : 0u);
       }
     }
@@ -143,36 +166,76 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
         const int r = idx >> 3, c = idx & 7;
         const int64_t k = k0 + c * 8;
         const uint32_t bytes = r < p.m ? ClampBytes(p.k - k) : 0u;
-        const __nv_bfloat16* src = bytes ? A + r * p.lda + k : A;
+        const __nv_bfloat16* src = bytes ? A + r * p.lda + k : p.a;
         CpAsync16(sa + r * 128 + ((c ^ (r & 7)) << 4), src, bytes);
       }
     }
+    advance(l_kb, l_tile, l_b);
   };
 
   const int warp_n = warp / Cfg::kWarpsM, warp_m = warp % Cfg::kWarpsM;
   const int wn0 = warp_n * Cfg::kWarpN, wm0 = warp_m * Cfg::kWarpM;
+  const int g = lane >> 2, t = lane & 3;
   float acc[Cfg::kMmaM][Cfg::kMmaN][4];
+  auto zero_acc = [&]() {
 #pragma unroll
-  for (int i = 0; i < Cfg::kMmaM; ++i)
+    for (int i = 0; i < Cfg::kMmaM; ++i)
 #pragma unroll
-    for (int j = 0; j < Cfg::kMmaN; ++j)
+      for (int j = 0; j < Cfg::kMmaN; ++j)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+  };
+  zero_acc();
+
+  // Epilogue of one tile segment. Accumulator element e of (mt, nt): weight row g (+8 for
+  // e >= 2), activation row 2t (+1 for odd e), g = lane / 4, t = lane % 4.
+  auto store_tile = [&](int64_t b, int64_t tile, bool full, int slot) {
+    const int64_t n0 = tile * kBlockN;
+    float* ws = p.ws + ((cta * 2 + slot) * p.m) * kBlockN;
+    void* D = static_cast<char*>(p.d) + b * p.stride_d * static_cast<int64_t>(sizeof(OutT));
+    const void* C = p.beta != 0.f ? static_cast<const char*>(p.c) +
+                                        b * p.stride_c * static_cast<int64_t>(sizeof(OutT))
+                                  : nullptr;
+#pragma unroll
+    for (int mt = 0; mt < Cfg::kMmaM; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < Cfg::kMmaN; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int nl = wn0 + mt * 16 + g + (e >> 1) * 8;
+          const int64_t n = n0 + nl;
+          const int64_t m = wm0 + nt * 8 + t * 2 + (e & 1);
+          if (m >= p.m) continue;
+          const float v = acc[mt][nt][e];
+          if (full) {
+            if (n >= p.n) continue;
+            float out = p.alpha * v;
+            if (C != nullptr) out += p.beta * LoadF<OutT>(C, m * p.ldc + n);
+            StoreF<OutT>(D, m * p.ldd + n, out);
+          } else {
+            ws[m * kBlockN + nl] = v;
+          }
+        }
+  };
 
 #pragma unroll
   for (int s = 0; s < Cfg::kStages - 1; ++s) {
-    if (s < nk) load_stage(s, kb_begin + s);
+    if (s < nk) load_stage(s);
     CpAsyncCommit();
   }
+
+  // Compute position.
+  int64_t c_kb = it_begin % p.k_blocks;
+  int64_t c_tile = (it_begin / p.k_blocks) % p.n_tiles;
+  int64_t c_b = it_begin / (p.k_blocks * p.n_tiles);
+  int64_t seg_first_kb = c_kb;
+  bool first_segment = true;
 
   for (int it = 0; it < nk; ++it) {
     CpAsyncWait<Cfg::kStages - 2>();
     __syncthreads();  // stage `it` visible to all; slot (it - 1) % kStages free for reuse
-    {
-      const int next = it + Cfg::kStages - 1;
-      if (next < nk) load_stage(next % Cfg::kStages, kb_begin + next);
-      CpAsyncCommit();
-    }
+    if (it + Cfg::kStages - 1 < nk) load_stage((it + Cfg::kStages - 1) % Cfg::kStages);
+    CpAsyncCommit();
     const uint32_t sb = smem0 + (it % Cfg::kStages) * Cfg::kStageBytes;
     const uint32_t sa = sb + Cfg::kBBytes;
 #pragma unroll
@@ -214,64 +277,48 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
         for (int nt = 0; nt < Cfg::kMmaN; ++nt)
           MmaBf16(acc[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
     }
+    // End of a tile segment: the tile's last K block or the CTA's last iteration.
+    const bool tile_end = c_kb == p.k_blocks - 1;
+    if (tile_end || it == nk - 1) {
+      const bool full = seg_first_kb == 0 && tile_end;
+      store_tile(c_b, c_tile, full, first_segment ? 0 : 1);
+      zero_acc();
+      first_segment = false;
+    }
+    advance(c_kb, c_tile, c_b);
+    if (c_kb == 0) seg_first_kb = 0;
   }
   CpAsyncWait<0>();
-
-  // Epilogue. Accumulator element e of tile (mt, nt): weight row g (+8 for e >= 2), activation
-  // row 2t (+1 for odd e), g = lane / 4, t = lane % 4.
-  const int g = lane >> 2, t = lane & 3;
-  const bool direct = p.splits == 1;
-  float* ws = direct
-                  ? nullptr
-                  : p.ws + (static_cast<int64_t>(split) * p.batch_count + blockIdx.z) * p.m * p.n;
-  void* D = static_cast<char*>(p.d) + bi * p.stride_d * static_cast<int64_t>(sizeof(OutT));
-  const void* C = p.beta != 0.f ? static_cast<const char*>(p.c) +
-                                      bi * p.stride_c * static_cast<int64_t>(sizeof(OutT))
-                                : nullptr;
-#pragma unroll
-  for (int mt = 0; mt < Cfg::kMmaM; ++mt)
-#pragma unroll
-    for (int nt = 0; nt < Cfg::kMmaN; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t n = n0 + wn0 + mt * 16 + g + (e >> 1) * 8;
-        const int64_t m = wm0 + nt * 8 + t * 2 + (e & 1);
-        if (n >= p.n || m >= p.m) continue;
-        const float v = acc[mt][nt][e];
-        if (direct) {
-          float out = p.alpha * v;
-          if (C != nullptr) out += p.beta * LoadF<OutT>(C, m * p.ldc + n);
-          StoreF<OutT>(D, m * p.ldd + n, out);
-        } else {
-          ws[m * p.n + n] = v;
-        }
-      }
 #endif
 }
 
-// Sums the split-K partials in split order (deterministic) and applies alpha, beta and C.
-// Launched with programmatic dependent launch behind SmallMKernel; waits for it first.
+// Stream-K fixup: one CTA per (batch entry, tile). A tile covered by one CTA was written by
+// it; otherwise the partials of its CTAs are summed in CTA order (deterministic) and alpha,
+// beta and C applied. Launched with programmatic dependent launch behind SmallMKernel.
 template <typename OutT>
-__global__ void __launch_bounds__(256) SmallMReduceKernel(const Params p) {
+__global__ void __launch_bounds__(256) SmallMFixupKernel(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   GridDependencyWait();
-  const int64_t mn = p.m * p.n;
-  const int64_t total = p.batch_count * mn;
-  const int64_t split_stride = total;
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t z = idx / mn, rem = idx - z * mn;
-    const int64_t m = rem / p.n, n = rem - m * p.n;
+  const int64_t bt = blockIdx.x;  // b * n_tiles + tile
+  const int64_t first_it = bt * p.k_blocks;
+  const int64_t c0 = CtaOf(first_it, p), c1 = CtaOf(first_it + p.k_blocks - 1, p);
+  if (c0 == c1) return;
+  const int64_t b = bt / p.n_tiles, n0 = (bt % p.n_tiles) * kBlockN;
+  void* D = static_cast<char*>(p.d) + b * p.stride_d * static_cast<int64_t>(sizeof(OutT));
+  const void* C = p.beta != 0.f ? static_cast<const char*>(p.c) +
+                                      b * p.stride_c * static_cast<int64_t>(sizeof(OutT))
+                                : nullptr;
+  for (int64_t idx = threadIdx.x; idx < p.m * kBlockN; idx += blockDim.x) {
+    const int64_t m = idx / kBlockN, nl = idx % kBlockN, n = n0 + nl;
+    if (n >= p.n) continue;
     float s = 0.f;
-    for (int sp = 0; sp < p.splits; ++sp) s += p.ws[sp * split_stride + idx];
-    const int64_t bi = p.batch_offset + z;
-    float out = p.alpha * s;
-    if (p.beta != 0.f) {
-      const void* C =
-          static_cast<const char*>(p.c) + bi * p.stride_c * static_cast<int64_t>(sizeof(OutT));
-      out += p.beta * LoadF<OutT>(C, m * p.ldc + n);
+    for (int64_t c = c0; c <= c1; ++c) {
+      // This tile is CTA c's first tile (slot 0) when c starts inside it, else its last.
+      const int slot = CtaBegin(c, p) >= first_it ? 0 : 1;
+      s += p.ws[((c * 2 + slot) * p.m + m) * kBlockN + nl];
     }
-    void* D = static_cast<char*>(p.d) + bi * p.stride_d * static_cast<int64_t>(sizeof(OutT));
+    float out = p.alpha * s;
+    if (C != nullptr) out += p.beta * LoadF<OutT>(C, m * p.ldc + n);
     StoreF<OutT>(D, m * p.ldd + n, out);
   }
 #endif

@@ -54,65 +54,49 @@ absl::Status CheckArgs(const StridedBatch& args) {
   return absl::OkStatus();
 }
 
-// Raises the dynamic shared-memory limit of `kernel` once per device.
-template <typename Kernel>
-absl::Status PrepareKernel(Kernel kernel, int smem_bytes, int device) {
-  static std::atomic<uint64_t> done{0};
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if (done.load(std::memory_order_acquire) & bit) return absl::OkStatus();
-  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes),
-      "cudaFuncSetAttribute"));
-  done.fetch_or(bit, std::memory_order_acq_rel);
-  return absl::OkStatus();
-}
-
 template <int kMT, bool kKN, typename OutT>
-absl::Status LaunchTyped(Params prm, const SmallMPlan& plan, int64_t batch, cudaStream_t stream,
-                         int device) {
+absl::Status LaunchTyped(const Params& prm, bool fixup, cudaStream_t stream, int device) {
   using Cfg = small_m::Config<kMT>;
   auto* main_kernel = small_m::SmallMKernel<kMT, kKN, OutT>;
-  auto* reduce_kernel = small_m::SmallMReduceKernel<OutT>;
-  GEMM_SMALL_M_RETURN_IF_ERROR(PrepareKernel(main_kernel, Cfg::kSmemBytes, device));
-  constexpr int64_t kMaxGridZ = 65535;
-  for (int64_t off = 0; off < batch; off += kMaxGridZ) {
-    prm.batch_offset = off;
-    prm.batch_count = std::min(kMaxGridZ, batch - off);
-    const dim3 grid(static_cast<unsigned>(plan.n_tiles), static_cast<unsigned>(plan.splits),
-                    static_cast<unsigned>(prm.batch_count));
-    main_kernel<<<grid, small_m::kThreads, Cfg::kSmemBytes, stream>>>(prm);
-    GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "main kernel launch"));
-    if (plan.splits > 1) {
-      const int64_t total = prm.batch_count * prm.m * prm.n;
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>((total + 255) / 256, 4096)));
-      cfg.blockDim = dim3(256);
-      cfg.stream = stream;
-      // NOTE: programmatic dependent launch hides the reduction's launch latency behind the main
-      // kernel's tail; the reduction waits (griddepcontrol.wait) for all of its writes.
-      cudaLaunchAttribute attr = {};
-      attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      attr.val.programmaticStreamSerializationAllowed = 1;
-      cfg.attrs = &attr;
-      cfg.numAttrs = 1;
-      GEMM_SMALL_M_RETURN_IF_ERROR(
-          CudaError(cudaLaunchKernelEx(&cfg, reduce_kernel, prm), "reduce kernel launch"));
-    }
+  // Raise the dynamic shared-memory limit once per device (per instantiation: this function).
+  static std::atomic<uint64_t> prepared{0};
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if ((prepared.load(std::memory_order_acquire) & bit) == 0) {
+    GEMM_SMALL_M_RETURN_IF_ERROR(
+        CudaError(cudaFuncSetAttribute(main_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       Cfg::kSmemBytes),
+                  "cudaFuncSetAttribute"));
+    prepared.fetch_or(bit, std::memory_order_acq_rel);
   }
-  return absl::OkStatus();
+  main_kernel<<<static_cast<unsigned>(prm.ctas), small_m::kThreads, Cfg::kSmemBytes, stream>>>(prm);
+  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "main kernel launch"));
+  if (!fixup) return absl::OkStatus();
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(prm.batch * prm.n_tiles));
+  cfg.blockDim = dim3(256);
+  cfg.stream = stream;
+  // NOTE: programmatic dependent launch hides the fixup's launch latency behind the main
+  // kernel's tail; the fixup waits (griddepcontrol.wait) for all of its writes.
+  cudaLaunchAttribute attr = {};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  return CudaError(cudaLaunchKernelEx(&cfg, small_m::SmallMFixupKernel<OutT>, prm),
+                   "fixup kernel launch");
 }
 
 template <int kMT>
-absl::Status LaunchM(Params prm, const StridedBatch& args, const SmallMPlan& plan,
-                     cudaStream_t stream, int device) {
+absl::Status LaunchM(const Params& prm, const StridedBatch& args, bool fixup, cudaStream_t stream,
+                     int device) {
   const bool kn = args.problem.b_layout == BLayout::kKN;
   const bool f32 = args.problem.d_dtype == DType::kFP32;
   if (kn) {
-    return f32 ? LaunchTyped<kMT, true, float>(prm, plan, args.batch, stream, device)
-               : LaunchTyped<kMT, true, __nv_bfloat16>(prm, plan, args.batch, stream, device);
+    return f32 ? LaunchTyped<kMT, true, float>(prm, fixup, stream, device)
+               : LaunchTyped<kMT, true, __nv_bfloat16>(prm, fixup, stream, device);
   }
-  return f32 ? LaunchTyped<kMT, false, float>(prm, plan, args.batch, stream, device)
-             : LaunchTyped<kMT, false, __nv_bfloat16>(prm, plan, args.batch, stream, device);
+  return f32 ? LaunchTyped<kMT, false, float>(prm, fixup, stream, device)
+             : LaunchTyped<kMT, false, __nv_bfloat16>(prm, fixup, stream, device);
 }
 
 absl::StatusOr<int> CurrentSmCount(int* device) {
@@ -131,12 +115,20 @@ absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan
   GEMM_SMALL_M_RETURN_IF_ERROR(CheckArgs(args));
   int device = 0;
   GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
+  const Problem& p = args.problem;
   SmallMPlan plan = plan_in;
-  if (plan.splits > 1 && (workspace == nullptr || workspace_bytes < plan.workspace_bytes)) {
-    plan.splits = 1;  // not enough scratch for partials: one split, direct epilogue
+  if (plan.split_tiles && (workspace == nullptr || workspace_bytes < plan.workspace_bytes)) {
+    // Not enough scratch for partials: one CTA per tile, direct epilogue only.
+    plan.ctas = std::max<int64_t>(args.batch, 1) * plan.n_tiles;
+    plan.split_tiles = false;
     plan.workspace_bytes = 0;
   }
-  const Problem& p = args.problem;
+  if (plan.ctas < 1 || plan.ctas > plan.total_iters || plan.ctas > 0x7fffffff ||
+      plan.n_tiles != (p.n + plan.n_tile - 1) / plan.n_tile || plan.n_tile != small_m::kBlockN ||
+      plan.k_blocks != (p.k + plan.k_block - 1) / plan.k_block ||
+      plan.k_block != small_m::kBlockK || plan.m_tile < p.m ||
+      plan.total_iters != std::max<int64_t>(args.batch, 1) * plan.n_tiles * plan.k_blocks)
+    return absl::InvalidArgumentError("small-M GEMM: inconsistent plan");
   Params prm = {};
   prm.a = static_cast<const __nv_bfloat16*>(p.a);
   prm.lda = p.lda;
@@ -154,19 +146,22 @@ absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan
   prm.m = p.m;
   prm.n = p.n;
   prm.k = p.k;
+  prm.batch = std::max<int64_t>(args.batch, 1);
+  prm.n_tiles = plan.n_tiles;
   prm.k_blocks = plan.k_blocks;
-  prm.splits = plan.splits;
+  prm.total_iters = plan.total_iters;
+  prm.ctas = plan.ctas;
   prm.alpha = p.alpha;
   prm.beta = p.beta;
   switch (plan.m_tile) {
     case 16:
-      return LaunchM<16>(prm, args, plan, stream, device);
+      return LaunchM<16>(prm, args, plan.split_tiles, stream, device);
     case 32:
-      return LaunchM<32>(prm, args, plan, stream, device);
+      return LaunchM<32>(prm, args, plan.split_tiles, stream, device);
     case 64:
-      return LaunchM<64>(prm, args, plan, stream, device);
+      return LaunchM<64>(prm, args, plan.split_tiles, stream, device);
     case 128:
-      return LaunchM<128>(prm, args, plan, stream, device);
+      return LaunchM<128>(prm, args, plan.split_tiles, stream, device);
     default:
       return absl::InvalidArgumentError(absl::StrCat("small-M GEMM: bad m_tile ", plan.m_tile));
   }

@@ -1,0 +1,105 @@
+// Device helpers of gemm_bench: counter-based random fill and a reduction comparing two outputs.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "bench_device.h"
+
+namespace gemm::bench {
+namespace {
+
+__device__ __forceinline__ uint64_t SplitMix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__global__ void FillKernel(__nv_bfloat16* p, int64_t count, uint64_t seed) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint64_t r = SplitMix64(seed ^ (static_cast<uint64_t>(i) * 0xD1B54A32D192ED03ull));
+    const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+    p[i] = __float2bfloat16(2.f * u - 1.f);
+  }
+}
+
+__global__ void DelayKernel(uint64_t ns) {
+  uint64_t start;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  for (;;) {
+    uint64_t now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start >= ns) break;
+    __nanosleep(1000);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ float Load(const void* p, int64_t i) {
+  if constexpr (sizeof(T) == 2) {
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  } else {
+    return static_cast<const float*>(p)[i];
+  }
+}
+
+template <typename T>
+__global__ void CompareKernel(const void* got, const void* ref, int64_t rows, int64_t cols,
+                              int64_t ld, CompareSums* sums) {
+  double e2 = 0, r2 = 0;
+  unsigned long long bad = 0;
+  const int64_t total = rows * cols;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / cols, c = i - r * cols;
+    const float g = Load<T>(got, r * ld + c), f = Load<T>(ref, r * ld + c);
+    if (!isfinite(g) || !isfinite(f)) {
+      ++bad;
+      continue;
+    }
+    const double d = static_cast<double>(g) - f;
+    e2 += d * d;
+    r2 += static_cast<double>(f) * f;
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    e2 += __shfl_down_sync(0xffffffffu, e2, o);
+    r2 += __shfl_down_sync(0xffffffffu, r2, o);
+    bad += __shfl_down_sync(0xffffffffu, bad, o);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    atomicAdd(&sums->err2, e2);
+    atomicAdd(&sums->ref2, r2);
+    atomicAdd(&sums->bad, bad);
+  }
+}
+
+}  // namespace
+
+int FillRandomBf16(void* p, int64_t count, uint64_t seed, cudaStream_t stream) {
+  if (count <= 0) return 0;
+  const int64_t blocks = (count + 255) / 256;
+  FillKernel<<<static_cast<unsigned>(blocks < 8192 ? blocks : 8192), 256, 0, stream>>>(
+      static_cast<__nv_bfloat16*>(p), count, seed);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchDelay(double microseconds, cudaStream_t stream) {
+  DelayKernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(microseconds * 1e3));
+  return static_cast<int>(cudaGetLastError());
+}
+
+int CompareAccumulate(const void* got, const void* ref, int64_t rows, int64_t cols, int64_t ld,
+                      bool f32, CompareSums* sums, cudaStream_t stream) {
+  const int64_t total = rows * cols;
+  if (total <= 0) return 0;
+  const unsigned blocks =
+      static_cast<unsigned>((total + 255) / 256 < 4096 ? (total + 255) / 256 : 4096);
+  if (f32) {
+    CompareKernel<float><<<blocks, 256, 0, stream>>>(got, ref, rows, cols, ld, sums);
+  } else {
+    CompareKernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(got, ref, rows, cols, ld, sums);
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+}  // namespace gemm::bench

@@ -1,0 +1,95 @@
+// gemm_bench's measuring core: allocates rotating operand sets of fresh random data, optionally
+// checks our kernel against cuBLASLt, and times both with CUDA events (warm-up, median).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "bench_shapes.h"
+#include "gemm/kernel.h"
+
+namespace gemm::bench {
+
+// What to run and how (flags of gemm_bench, parsed in main).
+struct BenchOptions {
+  std::string shapes_dir = "bench/shapes";  // where <set>.txt live
+  std::vector<kernel::BLayout> layouts = {kernel::BLayout::kNK, kernel::BLayout::kKN};
+  kernel::DType d_dtype = kernel::DType::kBF16;  // output dtype
+  int warmup = 5;                                // untimed runs per implementation
+  int reps = 30;                                 // timed runs (median), >= 20
+  bool check = false;                            // compare ours vs cuBLASLt first
+  bool direct_small_m = false;  // call sm90::SmallMGemm directly for M <= 128 (skip dispatch)
+  int64_t force_ctas = 0;       // with direct_small_m: grid size override (0 = heuristic)
+  double mem_fraction = 0.6;    // share of free device memory the operand sets may use
+};
+
+// One measured line.
+struct BenchRow {
+  std::string set;
+  Shape shape;
+  int problems = 1;  // > 1 for the grouped set (shape then holds the sums / maxima)
+  kernel::BLayout layout = kernel::BLayout::kNK;
+  double ours_ms = std::numeric_limits<double>::quiet_NaN();
+  double cublas_ms = std::numeric_limits<double>::quiet_NaN();
+  double flops = 0;  // 2 M N K summed over the batch / group
+  double bytes = 0;  // A, B and D once each
+  double rel_err = std::numeric_limits<double>::quiet_NaN();  // with --check
+  uint64_t bad = 0;                                           // NaN / Inf outputs with --check
+  int64_t ctas = 0;   // small-M grid size (stream-K CTAs) when the small-M path runs
+  std::string ours;   // what ran as "ours"
+  std::string error;  // empty when the row is valid
+};
+
+// Owns the stream, cuBLAS handle and timing events of one benchmark process.
+class Bench {
+ public:
+  // Sets up on the current device; FAILED_PRECONDITION without a usable GPU.
+  static absl::StatusOr<std::unique_ptr<Bench>> Create(const BenchOptions& opts);
+  ~Bench();
+  Bench(const Bench&) = delete;
+  Bench& operator=(const Bench&) = delete;
+
+  // Device-to-device cudaMemcpyAsync bandwidth in GB/s, counting bytes read plus written.
+  absl::StatusOr<double> CopyGbps();
+
+  // Runs every shape of `set` ("large", "decode", "batched" or "grouped") for every layout.
+  // Per-shape failures are reported in BenchRow::error; a missing shape file is an error.
+  absl::StatusOr<std::vector<BenchRow>> RunSet(const std::string& set);
+
+  const std::string& device_name() const { return device_name_; }
+  int sm_count() const { return sm_count_; }
+  std::size_t l2_bytes() const { return l2_bytes_; }
+
+ private:
+  explicit Bench(const BenchOptions& opts) : opts_(opts) {}
+  BenchRow RunStrided(const std::string& set, const Shape& shape, kernel::BLayout layout);
+  BenchRow RunGrouped(const std::vector<Shape>& shapes, kernel::BLayout layout);
+  // Median milliseconds of `launch(set_index)` over opts_.reps runs after opts_.warmup.
+  absl::StatusOr<double> TimeMedian(const std::function<absl::Status(int)>& launch, int nsets);
+  // Times both implementations into row->ours_ms / cublas_ms; failures go to row->error.
+  void TimeBoth(const std::function<absl::Status(int)>& ours,
+                const std::function<absl::Status(int)>& cublas, int nsets, BenchRow* row);
+  // Number of operand sets of `set_bytes` so that together they exceed L2 and fit memory.
+  absl::StatusOr<int> RotationCount(double set_bytes);
+  uint64_t NextSeed() { return seed_ += 0x9E3779B97F4A7C15ull; }
+
+  BenchOptions opts_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::vector<cudaEvent_t> start_, stop_;
+  std::string device_name_;
+  int sm_count_ = 0;
+  std::size_t l2_bytes_ = 0;
+  uint64_t seed_ = 0;
+};
+
+}  // namespace gemm::bench

@@ -1,0 +1,216 @@
+// gemm_bench: times our kernels (public API, kind kSm90) against cuBLAS in the same process on
+// the shape sets in bench/shapes/, with the device-to-device copy bandwidth as the memory
+// ceiling. Prints a table (stderr with --json) and, with --json, one JSON object per line.
+//
+//   gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both] [--dtype bf16|f32]
+//              [--json] [--csv] [--check] [--reps N] [--warmup N] [--shapes DIR]
+//              [--direct] [--ctas N]
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "bench_runner.h"
+
+namespace {
+
+using gemm::bench::BenchOptions;
+using gemm::bench::BenchRow;
+using gemm::kernel::BLayout;
+using gemm::kernel::DType;
+
+constexpr char kUsage[] =
+    "usage: gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both]\n"
+    "                  [--dtype bf16|f32] [--json] [--csv] [--check] [--reps N] [--warmup N]\n"
+    "                  [--shapes DIR] [--direct] [--ctas N]\n"
+    "  --json    one JSON object per line on stdout (the table goes to stderr)\n"
+    "  --csv     CSV lines on stdout instead of the table\n"
+    "  --check   compare ours with cuBLASLt (relative Frobenius error) before timing\n"
+    "  --direct  run the small-M kernel directly for M <= 128 (bypass the dispatch)\n"
+    "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n";
+
+struct Flags {
+  BenchOptions bench;
+  std::vector<std::string> sets = {"decode", "large", "batched", "grouped"};
+  bool json = false;
+  bool csv = false;
+};
+
+bool ParseFlags(int argc, char** argv, Flags* f) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (arg == "--json") {
+      f->json = true;
+    } else if (arg == "--csv") {
+      f->csv = true;
+    } else if (arg == "--check") {
+      f->bench.check = true;
+    } else if (arg == "--direct") {
+      f->bench.direct_small_m = true;
+    } else if (arg == "--set" && value(&v)) {
+      if (v == "all") {
+        f->sets = {"decode", "large", "batched", "grouped"};
+      } else if (v == "large" || v == "decode" || v == "grouped" || v == "batched") {
+        f->sets = {v};
+      } else {
+        return false;
+      }
+    } else if (arg == "--layout" && value(&v)) {
+      if (v == "nk") {
+        f->bench.layouts = {BLayout::kNK};
+      } else if (v == "kn") {
+        f->bench.layouts = {BLayout::kKN};
+      } else if (v == "both") {
+        f->bench.layouts = {BLayout::kNK, BLayout::kKN};
+      } else {
+        return false;
+      }
+    } else if (arg == "--dtype" && value(&v)) {
+      if (v != "bf16" && v != "f32") return false;
+      f->bench.d_dtype = v == "f32" ? DType::kFP32 : DType::kBF16;
+    } else if (arg == "--reps" && value(&v)) {
+      f->bench.reps = std::atoi(v.c_str());
+      if (f->bench.reps < 1) return false;
+    } else if (arg == "--warmup" && value(&v)) {
+      f->bench.warmup = std::atoi(v.c_str());
+    } else if (arg == "--ctas" && value(&v)) {
+      f->bench.force_ctas = std::atoll(v.c_str());
+    } else if (arg == "--shapes" && value(&v)) {
+      f->bench.shapes_dir = v;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+const char* LayoutName(BLayout l) { return l == BLayout::kNK ? "nk" : "kn"; }
+
+double Tflops(double flops, double ms) { return flops / (ms * 1e-3) / 1e12; }
+double Gbps(double bytes, double ms) { return bytes / (ms * 1e-3) / 1e9; }
+
+std::string JsonRow(const BenchRow& r, const std::string& device, double copy_gbps,
+                    const char* dtype, const std::string& date) {
+  const double ratio = r.cublas_ms / r.ours_ms;
+  auto num = [](double v) { return std::isfinite(v) ? absl::StrFormat("%.6g", v) : "null"; };
+  return absl::StrFormat(
+      "{\"set\":\"%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"batch\":%d,\"problems\":%d,"
+      "\"b_layout\":\"%s\",\"d_dtype\":\"%s\",\"ours_ms\":%s,\"cublas_ms\":%s,"
+      "\"ours_tflops\":%s,\"cublas_tflops\":%s,\"ratio\":%s,\"ours_gbps\":%s,"
+      "\"cublas_gbps\":%s,\"copy_gbps\":%s,\"ours_pct_copy\":%s,\"rel_err\":%s,\"bad\":%d,"
+      "\"ctas\":%d,\"ours\":\"%s\",\"device\":\"%s\",\"date\":\"%s\",\"error\":\"%s\"}",
+      r.set, r.shape.m, r.shape.n, r.shape.k, r.shape.batch, r.problems, LayoutName(r.layout),
+      dtype, num(r.ours_ms), num(r.cublas_ms), num(Tflops(r.flops, r.ours_ms)),
+      num(Tflops(r.flops, r.cublas_ms)), num(ratio), num(Gbps(r.bytes, r.ours_ms)),
+      num(Gbps(r.bytes, r.cublas_ms)), num(copy_gbps),
+      num(100.0 * Gbps(r.bytes, r.ours_ms) / copy_gbps), num(r.rel_err), r.bad, r.ctas, r.ours,
+      device, date, r.error);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags flags;
+  if (!ParseFlags(argc, argv, &flags)) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<gemm::bench::Bench>> bench =
+      gemm::bench::Bench::Create(flags.bench);
+  if (!bench.ok()) {
+    std::fprintf(stderr, "gemm_bench: %s\n", std::string(bench.status().message()).c_str());
+    return 1;
+  }
+  FILE* table = flags.json || flags.csv ? stderr : stdout;
+  const char* dtype = flags.bench.d_dtype == DType::kFP32 ? "f32" : "bf16";
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+
+  absl::StatusOr<double> copy = (*bench)->CopyGbps();
+  if (!copy.ok()) {
+    std::fprintf(stderr, "gemm_bench: copy bandwidth: %s\n",
+                 std::string(copy.status().message()).c_str());
+    return 1;
+  }
+  std::fprintf(table, "device %s, %d SMs, L2 %.0f MB, D2D copy %.0f GB/s (read+write), D %s, %s\n",
+               (*bench)->device_name().c_str(), (*bench)->sm_count(), (*bench)->l2_bytes() / 1e6,
+               *copy, dtype, date);
+  if (flags.json) {
+    std::printf(
+        "{\"set\":\"copy\",\"copy_gbps\":%.6g,\"device\":\"%s\",\"sms\":%d,\"date\":\"%s\"}\n",
+        *copy, (*bench)->device_name().c_str(), (*bench)->sm_count(), date);
+  }
+  if (flags.csv) {
+    std::printf(
+        "set,M,N,K,batch,problems,b_layout,ours_ms,cublas_ms,ours_tflops,cublas_tflops,"
+        "ratio,ours_gbps,pct_copy,rel_err,ctas,error\n");
+  }
+  int failures = 0;
+  for (const std::string& set : flags.sets) {
+    absl::StatusOr<std::vector<BenchRow>> rows = (*bench)->RunSet(set);
+    if (!rows.ok()) {
+      std::fprintf(stderr, "gemm_bench: set %s: %s\n", set.c_str(),
+                   std::string(rows.status().message()).c_str());
+      ++failures;
+      continue;
+    }
+    std::fprintf(table,
+                 "\n== %s ==\n%-6s %6s %6s %6s %5s %3s %9s %9s %8s %8s %6s %8s %6s %9s %3s\n",
+                 set.c_str(), "set", "M", "N", "K", "batch", "B", "ours_ms", "cublas_ms", "ours_TF",
+                 "cublasTF", "ratio", "ours_GBs", "%copy", "rel_err", "ctas");
+    double log_sum = 0, pct_min = 1e9, pct_sum = 0;
+    int n = 0;
+    for (const BenchRow& r : *rows) {
+      const double ratio = r.cublas_ms / r.ours_ms;
+      const double gbps = Gbps(r.bytes, r.ours_ms);
+      std::fprintf(table,
+                   "%-6s %6lld %6lld %6lld %5lld %3s %9.4f %9.4f %8.1f %8.1f %6.3f %8.0f %6.1f "
+                   "%9.2e %4lld %s\n",
+                   r.set.c_str(), static_cast<long long>(r.shape.m),
+                   static_cast<long long>(r.shape.n), static_cast<long long>(r.shape.k),
+                   static_cast<long long>(r.shape.batch), LayoutName(r.layout), r.ours_ms,
+                   r.cublas_ms, Tflops(r.flops, r.ours_ms), Tflops(r.flops, r.cublas_ms), ratio,
+                   gbps, 100.0 * gbps / *copy, r.rel_err, static_cast<long long>(r.ctas),
+                   r.error.empty() ? "" : ("ERROR " + r.error).c_str());
+      if (flags.json)
+        std::printf("%s\n", JsonRow(r, (*bench)->device_name(), *copy, dtype, date).c_str());
+      if (flags.csv) {
+        std::printf(
+            "%s,%lld,%lld,%lld,%lld,%d,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.3e,%lld,\"%s\"\n",
+            r.set.c_str(), static_cast<long long>(r.shape.m), static_cast<long long>(r.shape.n),
+            static_cast<long long>(r.shape.k), static_cast<long long>(r.shape.batch), r.problems,
+            LayoutName(r.layout), r.ours_ms, r.cublas_ms, Tflops(r.flops, r.ours_ms),
+            Tflops(r.flops, r.cublas_ms), ratio, gbps, 100.0 * gbps / *copy, r.rel_err,
+            static_cast<long long>(r.ctas), r.error.c_str());
+      }
+      const bool check_failed =
+          flags.bench.check && (!(r.rel_err < 2e-2) || r.bad != 0);  // NaN never passes
+      if (!r.error.empty() || check_failed) ++failures;
+      if (std::isfinite(ratio) && ratio > 0) {
+        log_sum += std::log(ratio);
+        pct_min = std::min(pct_min, 100.0 * gbps / *copy);
+        pct_sum += 100.0 * gbps / *copy;
+        ++n;
+      }
+    }
+    if (n > 0) {
+      std::fprintf(table, "%s: geomean ratio %.3f over %d rows; ours %%copy mean %.1f min %.1f\n",
+                   set.c_str(), std::exp(log_sum / n), n, pct_sum / n, pct_min);
+    }
+  }
+  std::fflush(stdout);
+  if (failures > 0) std::fprintf(stderr, "gemm_bench: %d row(s) failed or mismatched\n", failures);
+  return failures > 0 ? 1 : 0;
+}
