@@ -130,7 +130,7 @@ std::size_t WorkspaceBytes(const StridedBatch& args, KernelKind kind) {
   switch (kind) {
     case KernelKind::kSm90: {
 #if GEMM_HAVE_SMALL_M
-      if (device.ok() && SmallM(args, *device)) {
+      if (device.ok() && TmaCompatible(args) && SmallM(args, *device)) {
         auto facts = Facts(*device);
         return sm90::SmallMWorkspaceBytes(args, facts->sm_count);
       }
@@ -173,7 +173,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   switch (*kind) {
     case KernelKind::kSm90: {
 #if GEMM_HAVE_SMALL_M
-      if (SmallM(args, *device)) {
+      if (TmaCompatible(args) && SmallM(args, *device)) {
         return sm90::SmallMGemm(args, stream, opts);
       }
 #endif

@@ -1,0 +1,250 @@
+// Host side of the SM90 kernel: checks what it supports, picks the configuration
+// (heuristics_sm90.h), encodes the TMA descriptors into the kernel parameters and launches the
+// matching compiled instantiation.
+#include "sm90/sm90_gemm.h"
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "cuda_status.h"
+#include "heuristics_sm90.h"
+#include "sm90/sm90_launch.h"
+#include "sm90/sm90_params.h"
+#include "validate.h"
+
+namespace gemm::kernel::sm90 {
+namespace {
+
+constexpr int64_t kMaxTmaStride = int64_t{1} << 40;
+
+absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static std::once_flag once;
+  static cudaError_t err = cudaSuccess;
+  std::call_once(once, [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault,
+                                           &q);
+    if (err == cudaSuccess && q == cudaDriverEntryPointSuccess) {
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+    }
+  });
+  if (fn == nullptr) {
+    GEMM_RETURN_IF_ERROR(CudaStatus(err, "cudaGetDriverEntryPointByVersion"));
+    return absl::InternalError("cuTensorMapEncodeTiled not found in the driver");
+  }
+  return fn;
+}
+
+// 3D tiled tensor map {d0 (contiguous), d1, d2} with row pitch `pitch1` and batch pitch
+// `pitch2` in bytes, box {box0, box1, 1}, 128-byte swizzle, out-of-bounds elements read as 0.
+absl::Status Encode3d(CUtensorMap* map, CUtensorMapDataType type, const void* ptr, uint64_t d0,
+                      uint64_t d1, uint64_t d2, uint64_t pitch1, uint64_t pitch2, uint32_t box0,
+                      uint32_t box1) {
+  auto fn = EncodeFn();
+  if (!fn.ok()) return fn.status();
+  const cuuint64_t dims[3] = {d0, d1, d2};
+  const cuuint64_t strides[2] = {pitch1, pitch2};
+  const cuuint32_t box[3] = {box0, box1, 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  return CuStatus((*fn)(map, type, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                  "cuTensorMapEncodeTiled");
+}
+
+struct DeviceLimits {
+  int sm_count = 0;
+  int smem_optin = 0;
+};
+
+absl::StatusOr<DeviceLimits> Limits() {
+  static std::array<std::atomic<uint64_t>, 64> cache{};
+  int device = 0;
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
+  if (device < 64) {
+    const uint64_t v = cache[device].load(std::memory_order_relaxed);
+    if (v != 0) return DeviceLimits{static_cast<int>(v >> 32), static_cast<int>(v & 0xffffffff)};
+  }
+  DeviceLimits l;
+  GEMM_RETURN_IF_ERROR(
+      CudaStatus(cudaDeviceGetAttribute(&l.sm_count, cudaDevAttrMultiProcessorCount, device),
+                 "cudaDeviceGetAttribute(MultiProcessorCount)"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(
+      cudaDeviceGetAttribute(&l.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+      "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)"));
+  if (device < 64) {
+    cache[device].store((uint64_t(l.sm_count) << 32) | uint32_t(l.smem_optin),
+                        std::memory_order_relaxed);
+  }
+  return l;
+}
+
+// Batch pitch in bytes for a tensor map: the stride when batched, else any valid value.
+uint64_t BatchPitch(int64_t batch, int64_t stride, int64_t rows, int64_t ld, std::size_t elem) {
+  if (batch > 1) return static_cast<uint64_t>(stride) * elem;
+  return static_cast<uint64_t>(std::max<int64_t>(rows, 1) * ld) * elem;
+}
+
+bool StrideOk(int64_t batch, int64_t stride, std::size_t elem) {
+  if (batch <= 1) return true;
+  const int64_t bytes = stride * static_cast<int64_t>(elem);
+  return bytes > 0 && bytes % 16 == 0 && bytes < kMaxTmaStride;
+}
+
+// Fills `out` (all but tile_begin) for `batch` entries of `p`.
+absl::Status BuildProblem(const Problem& p, int64_t batch, int64_t sa, int64_t sb, int64_t sc,
+                          int64_t sd, const TileConfig& cfg, CUtensorMap* tma, ProblemParams* out) {
+  const std::size_t dsz = DTypeSize(p.d_dtype);
+  const bool kn = p.b_layout == BLayout::kKN;
+  GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaA], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.k, p.m, batch,
+                                p.lda * 2, BatchPitch(batch, sa, p.m, p.lda, 2), 64, 128));
+  const int64_t b_rows = kn ? p.k : p.n;
+  if (kn) {
+    GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaB], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.b, p.n, p.k,
+                                  batch, p.ldb * 2, BatchPitch(batch, sb, b_rows, p.ldb, 2), 64,
+                                  64));
+  } else {
+    GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaB], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.b, p.k, p.n,
+                                  batch, p.ldb * 2, BatchPitch(batch, sb, b_rows, p.ldb, 2), 64,
+                                  cfg.block_n / cfg.cluster_m));
+  }
+  GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaD],
+                                p.d_dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                          : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                                p.d, p.n, p.m, batch, p.ldd * dsz,
+                                BatchPitch(batch, sd, p.m, p.ldd, dsz),
+                                static_cast<uint32_t>(128 / dsz), 64));
+  const bool use_c = p.beta != 0.0f;
+  out->c = use_c ? p.c : nullptr;
+  out->ldc = use_c ? p.ldc : 0;
+  out->stride_c = use_c ? sc : 0;
+  out->m = static_cast<int32_t>(p.m);
+  out->n = static_cast<int32_t>(p.n);
+  out->k = static_cast<int32_t>(p.k);
+  out->m_clusters = static_cast<int32_t>((p.m + int64_t{128} * cfg.cluster_m - 1) /
+                                         (int64_t{128} * cfg.cluster_m));
+  out->n_blocks = static_cast<int32_t>((p.n + cfg.block_n - 1) / cfg.block_n);
+  out->alpha = p.alpha;
+  out->beta = use_c ? p.beta : 0.0f;
+  return absl::OkStatus();
+}
+
+template <int P>
+cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DType d, BLayout layout,
+                      int sm_count, cudaStream_t stream) {
+  const bool f32 = d == DType::kFP32, kn = layout == BLayout::kKN;
+#define GEMM_SM90_CASE(BN, F32, KN)                \
+  if (cfg.block_n == BN && f32 == F32 && kn == KN) \
+    return LaunchSm90<BN, F32, KN, P>(params, sm_count, stream);
+  GEMM_SM90_CASE(256, false, false)
+  GEMM_SM90_CASE(256, false, true)
+  GEMM_SM90_CASE(256, true, false)
+  GEMM_SM90_CASE(256, true, true)
+  GEMM_SM90_CASE(128, false, false)
+  GEMM_SM90_CASE(128, false, true)
+  GEMM_SM90_CASE(128, true, false)
+  GEMM_SM90_CASE(128, true, true)
+#undef GEMM_SM90_CASE
+  return cudaErrorInvalidConfiguration;
+}
+
+template <int P>
+void FinishParams(const TileConfig& cfg, int num_problems, KernelParams<P>* params) {
+  int64_t begin = 0;
+  for (int i = 0; i < num_problems; ++i) {
+    params->problems[i].tile_begin = begin;
+    begin += int64_t{params->problems[i].m_clusters} * params->problems[i].n_blocks;
+  }
+  params->num_problems = num_problems;
+  params->group_m = cfg.group_m;
+  params->stages = cfg.stages;
+  params->cluster_m = cfg.cluster_m;
+}
+
+}  // namespace
+
+bool Supports(const StridedBatch& args) {
+  const Problem& p = args.problem;
+  const std::size_t dsz = DTypeSize(p.d_dtype);
+  return TmaCompatible(args) && StrideOk(args.batch, args.stride_a, 2) &&
+         StrideOk(args.batch, args.stride_b, 2) && StrideOk(args.batch, args.stride_d, dsz) &&
+         (p.beta == 0.0f || StrideOk(args.batch, args.stride_c, dsz)) &&
+         p.lda * 2 < kMaxTmaStride && p.ldb * 2 < kMaxTmaStride &&
+         p.ldd * static_cast<int64_t>(dsz) < kMaxTmaStride;
+}
+
+bool Supports(std::span<const Problem> group) {
+  for (const Problem& p : group) {
+    StridedBatch one;
+    one.problem = p;
+    if (!Supports(one)) return false;
+  }
+  return true;
+}
+
+std::size_t WorkspaceBytes(const StridedBatch&) { return 0; }
+std::size_t WorkspaceBytes(std::span<const Problem>) { return 0; }
+
+absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions&) {
+  auto limits = Limits();
+  if (!limits.ok()) return limits.status();
+  const Problem& p = args.problem;
+  ShapeQuery q;
+  q.m = p.m, q.n = p.n, q.k = p.k, q.batch = args.batch, q.fp32_out = p.d_dtype == DType::kFP32;
+  const TileConfig cfg = ChooseConfig(q, limits->sm_count, limits->smem_optin);
+  KernelParams<1> params{};
+  GEMM_RETURN_IF_ERROR(BuildProblem(p, args.batch, args.stride_a, args.stride_b, args.stride_c,
+                                    args.stride_d, cfg, &params.tma[0], &params.problems[0]));
+  FinishParams(cfg, 1, &params);
+  params.total_tiles =
+      int64_t{params.problems[0].m_clusters} * params.problems[0].n_blocks * args.batch;
+  return CudaStatus(LaunchFor(params, cfg, p.d_dtype, p.b_layout, limits->sm_count, stream),
+                    "sm90 GEMM launch");
+}
+
+absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
+                         const LaunchOptions&) {
+  auto limits = Limits();
+  if (!limits.ok()) return limits.status();
+  for (std::size_t first = 0; first < group.size(); first += kMaxGroupPerLaunch) {
+    const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, group.size() - first);
+    auto chunk = group.subspan(first, count);
+    ShapeQuery q;
+    int64_t tiles = 0, min_m = chunk[0].m;
+    for (const Problem& p : chunk) {
+      tiles += ((p.m + 127) / 128) * ((p.n + 127) / 128);
+      min_m = std::min(min_m, p.m);
+    }
+    q.m = min_m, q.n = chunk[0].n, q.k = chunk[0].k, q.batch = 1, q.tiles_hint = tiles;
+    q.fp32_out = chunk[0].d_dtype == DType::kFP32;
+    TileConfig cfg = ChooseConfig(q, limits->sm_count, limits->smem_optin);
+    if (min_m <= 128) cfg.cluster_m = 1;  // half of every cluster would idle
+    // NOTE: ~28 KB; static thread-local storage rather than the stack.
+    static thread_local KernelParams<kMaxGroupPerLaunch> params;
+    params = {};
+    int64_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      GEMM_RETURN_IF_ERROR(
+          BuildProblem(chunk[i], 1, 0, 0, 0, 0, cfg, &params.tma[3 * i], &params.problems[i]));
+      total += int64_t{params.problems[i].m_clusters} * params.problems[i].n_blocks;
+    }
+    FinishParams(cfg, static_cast<int>(count), &params);
+    params.total_tiles = total;
+    GEMM_RETURN_IF_ERROR(CudaStatus(
+        LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits->sm_count, stream),
+        "sm90 grouped GEMM launch"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gemm::kernel::sm90

@@ -1,0 +1,310 @@
+// Device code of the SM90 persistent GEMM: D = alpha * A * op(B) + beta * C, BF16 in, FP32
+// accumulate, BF16 or FP32 out.
+//
+// One CTA = 3 warpgroups (384 threads), one CTA per SM, persistent over cluster tiles:
+//   WG0  producer: one thread issues TMA loads (128B swizzle) into a `stages`-deep ring of
+//        shared-memory slots guarded by full/empty mbarriers; with a 2-CTA cluster each CTA
+//        loads half of the B tile and multicasts it to both (B is shared along M).
+//        setmaxnreg lowers it to 40 registers.
+//   WG1,2 consumers: each owns 64 rows x BN columns of the 128 x BN tile, issues
+//        wgmma.m64nBNk16 from shared-memory descriptors (B K-major, or N-major with the
+//        transpose bit), keeps one wgmma group in flight and frees a slot as soon as the wgmma
+//        that read it retired. setmaxnreg raises them to 232 registers (BN/2 accumulators).
+//        Epilogue: alpha/beta(C) in registers -> STSM (BF16) / st.shared (FP32) into a
+//        double-buffered 128B-swizzled staging tile -> TMA store (hardware clips M/N edges).
+// Edges: TMA zero-fills out-of-bounds loads (M, N and K tails), so any M, N, K >= 1 works.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "ptx/cluster.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+#include "scheduler.h"
+#include "sm90/sm90_params.h"
+
+namespace gemm::kernel::sm90 {
+
+inline constexpr int kBlockM = 128;
+inline constexpr int kBlockK = 64;
+inline constexpr int kThreads = 384;
+inline constexpr int kEpiBufBytes = 64 * 128;  // one 64-row x 128-byte staging tile
+
+// Dynamic shared memory of one CTA (must match the device-side carve-up below).
+constexpr int SmemBytes(int block_n, int stages) {
+  return 1024 /*alignment slack*/ + stages * (kBlockM + block_n) * kBlockK * 2 + 4 * kEpiBufBytes +
+         2 * stages * 8;
+}
+
+template <int BN, bool kF32Out, bool kBKN, int P>
+__global__ void __launch_bounds__(kThreads, 1)
+    Sm90GemmKernel(const __grid_constant__ KernelParams<P> params) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace gemm::kernel::ptx;
+  static_assert(BN == 128 || BN == 256, "block_n is 128 or 256");
+  constexpr int kABytes = kBlockM * kBlockK * 2;
+  constexpr int kBBytes = BN * kBlockK * 2;
+  const int stages = params.stages;
+  const int cs = params.cluster_m;
+
+  extern __shared__ uint8_t smem_raw[];
+  // NOTE: 128B-swizzled TMA boxes and WGMMA descriptors assume 1024-byte aligned buffers.
+  const uint32_t smem_base = (SmemAddr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t s_a = smem_base;
+  const uint32_t s_b = s_a + stages * kABytes;
+  const uint32_t s_epi = s_b + stages * kBBytes;
+  const uint32_t s_bar = s_epi + 4 * kEpiBufBytes;
+  auto full_bar = [&](int s) { return s_bar + s * 8; };
+  auto empty_bar = [&](int s) { return s_bar + (stages + s) * 8; };
+
+  const int tid = threadIdx.x;
+  const int wg = tid / 128;
+  const uint32_t rank = cs > 1 ? ClusterCtaRank() : 0;
+
+  if (tid == 0) {
+    for (int s = 0; s < stages; ++s) {
+      MbarInit(full_bar(s), 1);
+      // NOTE: one arrival per consumer warp (8 per CTA) from every CTA that reads the slot's
+      // multicast data, since a peer's TMA writes into this CTA's slot too.
+      MbarInit(empty_bar(s), 8 * cs);
+    }
+    FenceBarrierInit();
+    for (int p = 0; p < params.num_problems; ++p) {
+      for (int i = 0; i < 3; ++i) PrefetchTensorMap(&params.tma[3 * p + i]);
+    }
+  }
+  if (cs > 1) {
+    ClusterSync();
+  } else {
+    __syncthreads();
+  }
+
+  const int64_t num_clusters = gridDim.x / cs;
+  const int64_t first_tile = blockIdx.x / cs;
+
+  if (wg == 0) {
+    // ---------------- producer ----------------
+    WarpgroupRegDealloc<40>();
+    if (tid == 0) {
+      int stage = 0;
+      uint32_t phase = 0;
+      const uint16_t mask = static_cast<uint16_t>((1u << cs) - 1);
+      for (int64_t t = first_tile; t < params.total_tiles; t += num_clusters) {
+        const TileCoord tc = DecodeTile(t, params.problems, params.num_problems, params.group_m);
+        const ProblemParams& pp = params.problems[tc.problem];
+        const CUtensorMap* tma_a = &params.tma[3 * tc.problem + kTmaA];
+        const CUtensorMap* tma_b = &params.tma[3 * tc.problem + kTmaB];
+        const int m0 = (tc.m_cluster * cs + static_cast<int>(rank)) * kBlockM;
+        const int n0 = tc.n_block * BN;
+        const int k_blocks = (pp.k + kBlockK - 1) / kBlockK;
+        for (int kb = 0; kb < k_blocks; ++kb) {
+          MbarWait(empty_bar(stage), phase ^ 1);
+          const uint32_t full = full_bar(stage);
+          MbarArriveExpectTx(full, kABytes + kBBytes);
+          TmaLoad3d(tma_a, s_a + stage * kABytes, full, kb * kBlockK, m0, tc.batch);
+          const uint32_t b_dst = s_b + stage * kBBytes;
+          if constexpr (kBKN) {
+            // B [K,N]: 64-column (128-byte) boxes of 64 K rows, one 8 KB block each.
+            const int per_cta = (BN / 64) / cs;
+            for (int j = static_cast<int>(rank) * per_cta;
+                 j < (static_cast<int>(rank) + 1) * per_cta; ++j) {
+              if (cs > 1) {
+                TmaLoad3dMulticast(tma_b, b_dst + j * 64 * 128, full, mask, n0 + j * 64,
+                                   kb * kBlockK, tc.batch);
+              } else {
+                TmaLoad3d(tma_b, b_dst + j * 64 * 128, full, n0 + j * 64, kb * kBlockK, tc.batch);
+              }
+            }
+          } else {
+            // B [N,K]: BN/cs rows of 128 bytes per CTA.
+            const int rows = BN / cs;
+            const uint32_t dst = b_dst + rank * rows * 128;
+            if (cs > 1) {
+              TmaLoad3dMulticast(tma_b, dst, full, mask, kb * kBlockK,
+                                 n0 + static_cast<int>(rank) * rows, tc.batch);
+            } else {
+              TmaLoad3d(tma_b, dst, full, kb * kBlockK, n0, tc.batch);
+            }
+          }
+          if (++stage == stages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+      }
+    }
+  } else {
+    // ---------------- consumers ----------------
+    WarpgroupRegAlloc<232>();
+    const int wgi = wg - 1;
+    const int ltid = tid - wg * 128;
+    const int warp = ltid / 32;
+    const int lane = tid % 32;
+    float acc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+    int stage = 0;
+    uint32_t phase = 0;
+    uint32_t epi_iter = 0;
+    const uint32_t stg0 = s_epi + wgi * 2 * kEpiBufBytes;
+
+    auto release = [&](int s) {
+      if (cs > 1) {
+        if (lane < cs) MbarArriveCluster(empty_bar(s), lane);
+      } else if (lane == 0) {
+        MbarArrive(empty_bar(s));
+      }
+    };
+
+    for (int64_t t = first_tile; t < params.total_tiles; t += num_clusters) {
+      const TileCoord tc = DecodeTile(t, params.problems, params.num_problems, params.group_m);
+      const ProblemParams& pp = params.problems[tc.problem];
+      const int k_blocks = (pp.k + kBlockK - 1) / kBlockK;
+
+      int prev_stage = 0;
+      for (int kb = 0; kb < k_blocks; ++kb) {
+        MbarWait(full_bar(stage), phase);
+        WgmmaFence();
+        const uint32_t a_base = s_a + stage * kABytes + wgi * 64 * 128;
+        const uint32_t b_base = s_b + stage * kBBytes;
+#pragma unroll
+        for (int ks = 0; ks < kBlockK / 16; ++ks) {
+          // A: K-major, 16 K elements = 32 bytes inside the swizzle atom.
+          const uint64_t da = MakeSmemDescSw128(a_base + ks * 32, 16, 1024);
+          // B: K-major like A, or N-major: 16 K rows = two 8-row groups of 1024 bytes, 64-column
+          // chunks 8 KB apart.
+          const uint64_t db = kBKN ? MakeSmemDescSw128(b_base + ks * 2048, 64 * 128, 1024)
+                                   : MakeSmemDescSw128(b_base + ks * 32, 16, 1024);
+          WgmmaBf16<BN, kBKN ? 1 : 0>::Mma(acc, da, db, (kb | ks) != 0 ? 1u : 0u);
+        }
+        WgmmaCommit();
+        if (kb > 0) {
+          WgmmaWait<1>();  // the previous k-block's wgmmas retired: its slot is free
+          release(prev_stage);
+        }
+        prev_stage = stage;
+        if (++stage == stages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      WgmmaWait<0>();
+      release(prev_stage);
+
+      // ---------------- epilogue ----------------
+      const int m_base = (tc.m_cluster * cs + static_cast<int>(rank)) * kBlockM + wgi * 64;
+      if (m_base < pp.m) {
+        const int n_base = tc.n_block * BN;
+        constexpr int kCW = kF32Out ? 32 : 64;  // columns per 128-byte staging row
+        constexpr int kChunks = BN / kCW;
+        const bool use_c = pp.beta != 0.0f;
+        const float alpha = pp.alpha, beta = pp.beta;
+        const int row_lo = warp * 16 + lane / 4;  // and row_lo + 8
+        // C value at tile-local (r, col) and (r, col+1), zero outside the problem.
+        auto load_c2 = [&](int r, int col, float& c0, float& c1) {
+          c0 = c1 = 0.0f;
+          const int64_t gr = m_base + r, gc = n_base + col;
+          if (gr >= pp.m || gc >= pp.n) return;
+          const int64_t off = static_cast<int64_t>(tc.batch) * pp.stride_c + gr * pp.ldc + gc;
+          if constexpr (kF32Out) {
+            const float* cp = static_cast<const float*>(pp.c) + off;
+            if (gc + 1 < pp.n) {
+              const float2 v = *reinterpret_cast<const float2*>(cp);
+              c0 = v.x, c1 = v.y;
+            } else {
+              c0 = cp[0];
+            }
+          } else {
+            const __nv_bfloat16* cp = static_cast<const __nv_bfloat16*>(pp.c) + off;
+            if (gc + 1 < pp.n) {
+              const __nv_bfloat162 v = *reinterpret_cast<const __nv_bfloat162*>(cp);
+              c0 = __bfloat162float(v.x), c1 = __bfloat162float(v.y);
+            } else {
+              c0 = __bfloat162float(cp[0]);
+            }
+          }
+        };
+#pragma unroll
+        for (int j = 0; j < kChunks; ++j) {
+          if (n_base + j * kCW < pp.n) {
+            const uint32_t buf = stg0 + (epi_iter & 1) * kEpiBufBytes;
+            if (ltid == 0) BulkWaitGroupRead<1>();  // the store that last read `buf` is done
+            NamedBarrierSync(1 + wgi, 128);
+            if constexpr (!kF32Out) {
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const int g = j * 8 + q * 2;  // two 8-column groups per stmatrix.x4
+                float v[8];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                  v[e] = alpha * acc[g * 4 + e];
+                  v[4 + e] = alpha * acc[(g + 1) * 4 + e];
+                }
+                if (use_c) {
+                  float c[8];
+                  const int col = g * 8 + (lane % 4) * 2;
+                  load_c2(row_lo, col, c[0], c[1]);
+                  load_c2(row_lo + 8, col, c[2], c[3]);
+                  load_c2(row_lo, col + 8, c[4], c[5]);
+                  load_c2(row_lo + 8, col + 8, c[6], c[7]);
+#pragma unroll
+                  for (int e = 0; e < 8; ++e) v[e] += beta * c[e];
+                }
+                uint32_t r[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                  __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
+                  r[e] = *reinterpret_cast<uint32_t*>(&h);
+                }
+                const int row = warp * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+                const int unit = q * 2 + lane / 16;
+                StMatrixX4(buf + row * 128 + ((unit ^ (row % 8)) * 16), r[0], r[1], r[2], r[3]);
+              }
+            } else {
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const int g = j * 4 + q;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                  const int row = row_lo + h * 8;
+                  const int col_in = q * 8 + (lane % 4) * 2;
+                  float v0 = alpha * acc[g * 4 + h * 2], v1 = alpha * acc[g * 4 + h * 2 + 1];
+                  if (use_c) {
+                    float c0, c1;
+                    load_c2(row, j * kCW + col_in, c0, c1);
+                    v0 += beta * c0;
+                    v1 += beta * c1;
+                  }
+                  const uint32_t addr =
+                      buf + row * 128 + (((col_in / 4) ^ (row % 8)) * 16) + (col_in % 4) * 4;
+                  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(v0), "f"(v1)
+                               : "memory");
+                }
+              }
+            }
+            FenceProxyAsyncShared();
+            NamedBarrierSync(1 + wgi, 128);
+            if (ltid == 0) {
+              TmaStore3d(&params.tma[3 * tc.problem + kTmaD], buf, n_base + j * kCW, m_base,
+                         tc.batch);
+              BulkCommitGroup();
+            }
+            ++epi_iter;
+          }
+        }
+      }
+    }
+    if (ltid == 0) BulkWaitGroup<0>();
+  }
+  if (cs > 1) {
+    // Peers may still arrive on this CTA's barriers: leave together.
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+  }
+#endif
+}
+
+}  // namespace gemm::kernel::sm90

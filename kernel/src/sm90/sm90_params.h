@@ -1,0 +1,45 @@
+// Kernel parameters of the SM90 persistent GEMM, shared by the host launcher and the device
+// code. Everything travels by value as one __grid_constant__ parameter (TMA descriptors
+// included), so a call needs no workspace and no host-to-device copy.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace gemm::kernel::sm90 {
+
+// Problems per launch of the grouped kernel (~28 KB of kernel parameters, under the 32 KB
+// limit); longer groups are split into several launches.
+inline constexpr int kMaxGroupPerLaunch = 64;
+
+// Tensor maps of one problem, in KernelParams::tma[3 * problem + kTma*].
+inline constexpr int kTmaA = 0;  // BF16 A as {K, M, batch}, box {64, 128, 1}, 128B swizzle
+inline constexpr int kTmaB = 1;  // BF16 B as {K, N, batch} (kNK) or {N, K, batch} (kKN)
+inline constexpr int kTmaD = 2;  // D as {N, M, batch}, box {128 bytes, 64, 1}, 128B swizzle
+
+// One problem (all batch entries of a strided batch, or one member of a group).
+struct ProblemParams {
+  const void* c;       // C (d dtype) or null; read only when beta != 0
+  int64_t ldc;         // elements
+  int64_t stride_c;    // elements between batch entries of C
+  int64_t tile_begin;  // first cluster tile of this problem in the launch's linear order
+  int32_t m, n, k;
+  int32_t m_clusters;  // ceil(M / (cluster_m * 128))
+  int32_t n_blocks;    // ceil(N / block_n)
+  float alpha, beta;
+};
+
+// The whole launch.
+template <int P>
+struct KernelParams {
+  CUtensorMap tma[3 * P];
+  ProblemParams problems[P];
+  int64_t total_tiles;   // cluster tiles over all problems and batch entries
+  int32_t num_problems;  // <= P
+  int32_t group_m;       // L2 grouping (scheduler.h)
+  int32_t stages;        // pipeline depth (shared memory is sized by the host to match)
+  int32_t cluster_m;     // 1 or 2 CTAs per cluster along M (B multicast)
+};
+
+}  // namespace gemm::kernel::sm90

@@ -1,0 +1,56 @@
+// CPU tests of the SM90 launch heuristics (kernel/src/heuristics_sm90.h).
+#include "gtest/gtest.h"
+#include "heuristics_sm90.h"
+
+namespace gemm::kernel::sm90 {
+namespace {
+
+constexpr int kH100Sms = 132;
+constexpr int kSmemOptin = 232448;  // H100/H200 opt-in shared memory per block
+
+TEST(HeuristicsSm90, SharedMemoryFitsTheDevice) {
+  for (int bn : {128, 256}) {
+    for (bool f32 : {false, true}) {
+      TileConfig cfg;
+      cfg.block_n = bn;
+      cfg.stages = MaxStages(bn, f32, kSmemOptin);
+      EXPECT_LE(SharedMemoryBytes(cfg, f32), kSmemOptin);
+      EXPECT_GE(cfg.stages, bn == 256 ? 4 : 6);
+      cfg.stages += 1;
+      EXPECT_GT(SharedMemoryBytes(cfg, f32), kSmemOptin) << "not the deepest pipeline";
+    }
+  }
+}
+
+TEST(HeuristicsSm90, LargeSquareUsesWideTilesAndClusters) {
+  ShapeQuery q;
+  q.m = q.n = q.k = 8192;
+  const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  EXPECT_EQ(cfg.block_n, 256);
+  EXPECT_EQ(cfg.cluster_m, 2);
+  EXPECT_EQ(cfg.stages, 4);
+}
+
+TEST(HeuristicsSm90, SingleRowOfTilesAvoidsClusters) {
+  ShapeQuery q;
+  q.m = 100, q.n = 8192, q.k = 8192;
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
+}
+
+TEST(HeuristicsSm90, NarrowTilesWhenWideOnesLeaveSmsIdle) {
+  // 1024 x 1024: 8 x 4 = 32 wide tiles (a quarter of the SMs) vs 64 narrow ones.
+  ShapeQuery q;
+  q.m = 1024, q.n = 1024, q.k = 8192;
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).block_n, 128);
+}
+
+TEST(HeuristicsSm90, TileCount) {
+  ShapeQuery q;
+  q.m = 129, q.n = 257, q.k = 1, q.batch = 3;
+  TileConfig cfg;
+  cfg.block_n = 256;
+  EXPECT_EQ(NumTiles(q, cfg), 2 * 2 * 3);
+}
+
+}  // namespace
+}  // namespace gemm::kernel::sm90
