@@ -33,7 +33,8 @@ ABSL_FLAG(int64_t, n, 128, "Columns of D.");
 ABSL_FLAG(int64_t, k, 128, "Columns of A / reduction dimension.");
 ABSL_FLAG(int64_t, batch, 0, "Same-shape batch of this many problems (0: single problem).");
 ABSL_FLAG(std::string, group, "", "Heterogeneous group: comma-separated MxNxK list.");
-ABSL_FLAG(std::string, b_layout, "kn", "kn: B is [K,N] (numpy a@b); nk: B is [N,K] (Linear weight).");
+ABSL_FLAG(std::string, b_layout, "kn",
+          "kn: B is [K,N] (numpy a@b); nk: B is [N,K] (Linear weight).");
 ABSL_FLAG(std::string, out_dtype, "bf16", "bf16 or fp32.");
 ABSL_FLAG(double, alpha, 1.0, "Scale of A*B.");
 ABSL_FLAG(double, beta, 0.0, "Scale of C (random C unless --c_npy).");
@@ -80,8 +81,8 @@ absl::StatusOr<std::string> Bf16FromNpy(const std::string& path, std::vector<int
   auto arr = gemm::ReadNpy(path);
   if (!arr.ok()) return arr.status();
   if (arr->shape != want) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": shape does not match ",
-                                                   absl::StrJoin(want, "x")));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": shape does not match ", absl::StrJoin(want, "x")));
   }
   return gemm::FloatsToBf16Bytes(arr->data);
 }
@@ -215,8 +216,8 @@ int RunGemm(GemmClient& client) {
   }
   const v1::GemmResponse& resp = *response;
   if (resp.outputs_size() != static_cast<int>(ops.size())) {
-    return Fail(absl::InternalError(absl::StrCat("expected ", ops.size(), " outputs, got ",
-                                                 resp.outputs_size())));
+    return Fail(absl::InternalError(
+        absl::StrCat("expected ", ops.size(), " outputs, got ", resp.outputs_size())));
   }
   if (!absl::GetFlag(FLAGS_out_npy).empty()) {
     const auto& o = resp.outputs(0);
@@ -239,9 +240,8 @@ int RunGemm(GemmClient& client) {
     for (int64_t b = 0; b < op.count; ++b) {
       std::vector<float> c;
       if (!op.c.empty()) {
-        c = gemm::DecodeOutput(absl::string_view(op.c).substr(b * mn * (fp32 ? 4 : 2),
-                                                              mn * (fp32 ? 4 : 2)),
-                               fp32);
+        c = gemm::DecodeOutput(
+            absl::string_view(op.c).substr(b * mn * (fp32 ? 4 : 2), mn * (fp32 ? 4 : 2)), fp32);
       }
       const auto ref = gemm::ReferenceGemm(
           {op.s.m, op.s.n, op.s.k, nk, absl::GetFlag(FLAGS_alpha), beta},

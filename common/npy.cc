@@ -18,7 +18,8 @@ namespace {
 absl::StatusOr<std::string> HeaderValue(const std::string& header, const std::string& key) {
   const std::string needle = absl::StrCat("'", key, "':");
   const size_t pos = header.find(needle);
-  if (pos == std::string::npos) return absl::InvalidArgumentError(absl::StrCat("npy header lacks ", key));
+  if (pos == std::string::npos)
+    return absl::InvalidArgumentError(absl::StrCat("npy header lacks ", key));
   size_t start = pos + needle.size();
   while (start < header.size() && header[start] == ' ') ++start;
   size_t end = start;
@@ -61,11 +62,16 @@ absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
   if (!descr.ok()) return descr.status();
   if (!fortran.ok()) return fortran.status();
   if (!shape_text.ok()) return shape_text.status();
-  if (*fortran != "False") return absl::InvalidArgumentError(absl::StrCat(path, ": Fortran order not supported"));
+  if (*fortran != "False")
+    return absl::InvalidArgumentError(absl::StrCat(path, ": Fortran order not supported"));
   int elem = 0;
-  if (*descr == "'<f4'") elem = 4;
-  else if (*descr == "'<f8'") elem = 8;
-  else return absl::InvalidArgumentError(absl::StrCat(path, ": dtype ", *descr, " not supported (float32/float64 only)"));
+  if (*descr == "'<f4'")
+    elem = 4;
+  else if (*descr == "'<f8'")
+    elem = 8;
+  else
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": dtype ", *descr, " not supported (float32/float64 only)"));
   NpyArray arr;
   std::string dims(absl::StripSuffix(absl::StripPrefix(*shape_text, "("), ")"));
   int64_t count = 1;

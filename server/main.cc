@@ -8,9 +8,9 @@
 
 #include <atomic>
 #include <cstdio>
-#include <thread>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -168,8 +168,9 @@ int Run(const Options& o) {
   health->SetServingStatus("gemm.v1.GemmService", true);
   health->SetServingStatus(true);
   GEMM_LOG(INFO) << "gemm_server " << GEMM_VERSION << " listening on " << o.host << ":"
-                 << bound_port << (o.metrics_port ? absl::StrCat(", metrics on :", o.metrics_port)
-                                                  : std::string());
+                 << bound_port
+                 << (o.metrics_port ? absl::StrCat(", metrics on :", o.metrics_port)
+                                    : std::string());
   std::fflush(stdout);
 
   // Periodic gauges (pools, resident bytes, serving kernel) until shutdown.

@@ -30,8 +30,8 @@ GemmEngine::GemmEngine(const Options& options, std::unique_ptr<Backend> backend,
       clock_(options.clock ? options.clock : RealClock::Get()),
       backend_(std::move(backend)),
       batcher_(std::move(batcher)),
-      registry_(std::make_unique<MatrixRegistry>(backend_.get(),
-                                                 options.limits.max_resident_bytes)) {
+      registry_(
+          std::make_unique<MatrixRegistry>(backend_.get(), options.limits.max_resident_bytes)) {
   for (const auto& k : backend_->Describe().kernels) {
     if (k.usable) kernels_.push_back(k.name);
   }
@@ -42,9 +42,9 @@ GemmEngine::~GemmEngine() { Shutdown(); }
 absl::Status GemmEngine::Submit(std::shared_ptr<WorkItem> item) {
   const std::string& kernel = item->request.kernel;
   if (!kernel.empty() && std::find(kernels_.begin(), kernels_.end(), kernel) == kernels_.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("kernel: '", kernel,
-                                                   "' is not a usable kernel here (usable: ",
-                                                   absl::StrJoin(kernels_, ", "), ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel: '", kernel,
+        "' is not a usable kernel here (usable: ", absl::StrJoin(kernels_, ", "), ")"));
   }
   if (auto s = ValidateRequest(options_.limits, *registry_, &item->request); !s.ok()) return s;
   return batcher_->Submit(std::move(item));

@@ -21,8 +21,8 @@ absl::Status MatrixRegistration::Append(int64_t offset, absl::string_view data) 
   if (finished_) return absl::FailedPreconditionError("upload already finished");
   const int64_t total = desc_.rows * desc_.cols * 2;
   if (offset != received_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "chunk.offset: is ", offset, " but ", received_, " bytes were received so far"));
+    return absl::InvalidArgumentError(absl::StrCat("chunk.offset: is ", offset, " but ", received_,
+                                                   " bytes were received so far"));
   }
   if (received_ + static_cast<int64_t>(data.size()) > total) {
     return absl::InvalidArgumentError(
@@ -37,8 +37,8 @@ absl::Status MatrixRegistration::Append(int64_t offset, absl::string_view data) 
 absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistration::Finish() {
   const int64_t total = desc_.rows * desc_.cols * 2;
   if (received_ != total) {
-    return absl::InvalidArgumentError(absl::StrCat("stream ended after ", received_, " of ",
-                                                   total, " bytes (rows*cols*2)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("stream ended after ", received_, " of ", total, " bytes (rows*cols*2)"));
   }
   auto m = upload_->Finish();
   if (!m.ok()) return m.status();
@@ -51,8 +51,8 @@ absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistration::Finish
 MatrixRegistry::MatrixRegistry(Backend* backend, int64_t max_resident_bytes)
     : backend_(backend), max_bytes_(max_resident_bytes) {}
 
-absl::StatusOr<std::unique_ptr<MatrixRegistration>> MatrixRegistry::Begin(
-    ResidentMatrix::Desc desc, int64_t max_dim) {
+absl::StatusOr<std::unique_ptr<MatrixRegistration>> MatrixRegistry::Begin(ResidentMatrix::Desc desc,
+                                                                          int64_t max_dim) {
   for (auto [name, v] : {std::pair{"rows", desc.rows}, {"cols", desc.cols}}) {
     if (v < 1) {
       return absl::InvalidArgumentError(absl::StrCat("header.", name, ": must be >= 1, got ", v));
@@ -66,12 +66,13 @@ absl::StatusOr<std::unique_ptr<MatrixRegistration>> MatrixRegistry::Begin(
   {
     absl::MutexLock lock(&mu_);
     if (bytes_ + bytes > max_bytes_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "matrix of ", bytes, " bytes does not fit: ", bytes_, " of ", max_bytes_,
-          " resident bytes in use (--max_resident_bytes)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("matrix of ", bytes, " bytes does not fit: ", bytes_, " of ", max_bytes_,
+                       " resident bytes in use (--max_resident_bytes)"));
     }
     bytes_ += bytes;
-    desc.handle = absl::StrFormat("mat-%d-%016x", next_id_++, absl::Uniform<uint64_t>(absl::BitGen()));
+    desc.handle =
+        absl::StrFormat("mat-%d-%016x", next_id_++, absl::Uniform<uint64_t>(absl::BitGen()));
   }
   auto upload = backend_->BeginUpload(desc);
   if (!upload.ok()) {
@@ -87,7 +88,8 @@ absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistry::Lookup(
   absl::MutexLock lock(&mu_);
   auto it = matrices_.find(handle);
   if (it == matrices_.end()) {
-    return absl::NotFoundError(absl::StrCat("no resident matrix '", handle, "' (unknown or released)"));
+    return absl::NotFoundError(
+        absl::StrCat("no resident matrix '", handle, "' (unknown or released)"));
   }
   return it->second;
 }

@@ -53,9 +53,9 @@ class ResidentMatrix {
 // One GEMM: D[M,N] = alpha * A[M,K] · op(B) + beta * C, repeated `count` times for a batch.
 struct Problem {
   int64_t m = 0, n = 0, k = 0;
-  int64_t count = 1;  // >1: equal-shape batch, operands back to back
-  absl::string_view a;  // BF16, count*M*K elements
-  absl::string_view b;  // BF16 inline: count*K*N or K*N (shared) elements; empty when resident
+  int64_t count = 1;      // >1: equal-shape batch, operands back to back
+  absl::string_view a;    // BF16, count*M*K elements
+  absl::string_view b;    // BF16 inline: count*K*N or K*N (shared) elements; empty when resident
   bool b_shared = false;  // inline b holds one matrix used by every batch entry
   std::string b_handle;   // resident B (resolved into `b_resident` by validation)
   std::shared_ptr<const ResidentMatrix> b_resident;

@@ -9,9 +9,7 @@ namespace gemm::core {
 namespace {
 
 // a*b*c with overflow detection (operands are positive and bounded by max_dim, but count too).
-bool MulOverflows(int64_t a, int64_t b, int64_t* out) {
-  return __builtin_mul_overflow(a, b, out);
-}
+bool MulOverflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
 absl::Status CheckDim(const std::string& field, const char* name, int64_t v, int64_t max_dim) {
   if (v < 1) {
@@ -43,14 +41,14 @@ absl::Status CheckProblem(const Limits& limits, const MatrixRegistry& registry,
   if (static_cast<int64_t>(p->a.size()) != a_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         field, ".a: has ", p->a.size(), " bytes, expected ", batch ? "count*" : "", "M*K*2 = ",
-        a_bytes, " (m=", p->m, ", k=", p->k, batch ? absl::StrCat(", count=", p->count) : "",
-        ")"));
+        a_bytes, " (m=", p->m, ", k=", p->k, batch ? absl::StrCat(", count=", p->count) : "", ")"));
   }
   *bytes_in += a_bytes;
   if (!p->b_handle.empty()) {
     auto m = registry.Lookup(p->b_handle);
     if (!m.ok()) {
-      return absl::Status(m.status().code(), absl::StrCat(field, ".b_handle: ", m.status().message()));
+      return absl::Status(m.status().code(),
+                          absl::StrCat(field, ".b_handle: ", m.status().message()));
     }
     const ResidentMatrix& rm = **m;
     if (p->b_layout_explicit && p->b_layout != rm.desc().layout) {
@@ -59,9 +57,9 @@ absl::Status CheckProblem(const Limits& limits, const MatrixRegistry& registry,
           BLayoutName(rm.desc().layout), " matrix '", p->b_handle, "' was registered with"));
     }
     if (rm.k() != p->k || rm.n() != p->n) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".b_handle: matrix '", p->b_handle, "' is K=", rm.k(), " x N=", rm.n(),
-          " but the problem has k=", p->k, ", n=", p->n));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".b_handle: matrix '", p->b_handle, "' is K=", rm.k(),
+                       " x N=", rm.n(), " but the problem has k=", p->k, ", n=", p->n));
     }
     p->b_layout = rm.desc().layout;
     p->b_resident = *m;
@@ -75,21 +73,20 @@ absl::Status CheckProblem(const Limits& limits, const MatrixRegistry& registry,
       p->b_shared = true;
       *bytes_in += have;
     } else if (have == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": no B operand: set b or b_handle"));
+      return absl::InvalidArgumentError(absl::StrCat(field, ": no B operand: set b or b_handle"));
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".b: has ", have, " bytes, expected K*N*2 = ", kn * 2,
-          batch ? absl::StrCat(" (shared) or count*K*N*2 = ", b_bytes) : "", " (k=", p->k,
-          ", n=", p->n, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".b: has ", have, " bytes, expected K*N*2 = ", kn * 2,
+                       batch ? absl::StrCat(" (shared) or count*K*N*2 = ", b_bytes) : "",
+                       " (k=", p->k, ", n=", p->n, ")"));
     }
   }
   if (!p->c.empty()) {
     if (static_cast<int64_t>(p->c.size()) != c_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".c: has ", p->c.size(), " bytes, expected ", batch ? "count*" : "", "M*N*",
-          DTypeBytes(p->out_dtype), " = ", c_bytes, " (m=", p->m, ", n=", p->n,
-          ", output_dtype=", DTypeName(p->out_dtype), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".c: has ", p->c.size(), " bytes, expected ", batch ? "count*" : "",
+                       "M*N*", DTypeBytes(p->out_dtype), " = ", c_bytes, " (m=", p->m, ", n=", p->n,
+                       ", output_dtype=", DTypeName(p->out_dtype), ")"));
     }
     *bytes_in += c_bytes;
   } else if (p->beta != 0.0f) {
@@ -122,9 +119,9 @@ absl::Status ValidateRequest(const Limits& limits, const MatrixRegistry& registr
                                           : "request has no work: set problem, batch or group");
   }
   if (static_cast<int64_t>(request->problems.size()) > limits.max_problems) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("group.problems: has ", request->problems.size(), " entries, over the limit ",
-                     limits.max_problems, " (--max_problems)"));
+    return absl::InvalidArgumentError(absl::StrCat("group.problems: has ", request->problems.size(),
+                                                   " entries, over the limit ", limits.max_problems,
+                                                   " (--max_problems)"));
   }
   if (request->kind == WorkKind::kBatch) {
     const int64_t count = request->problems[0].count;
@@ -132,16 +129,15 @@ absl::Status ValidateRequest(const Limits& limits, const MatrixRegistry& registr
       return absl::InvalidArgumentError(absl::StrCat("batch.count: must be >= 1, got ", count));
     }
     if (count > limits.max_problems) {
-      return absl::InvalidArgumentError(absl::StrCat("batch.count: ", count,
-                                                     " exceeds the limit ", limits.max_problems,
-                                                     " (--max_problems)"));
+      return absl::InvalidArgumentError(absl::StrCat("batch.count: ", count, " exceeds the limit ",
+                                                     limits.max_problems, " (--max_problems)"));
     }
   }
   int64_t bytes_in = 0, bytes_out = 0;
   for (size_t i = 0; i < request->problems.size(); ++i) {
     if (auto s = CheckProblem(limits, registry, ProblemField(request->kind, i),
-                              request->kind == WorkKind::kBatch, &request->problems[i],
-                              &bytes_in, &bytes_out);
+                              request->kind == WorkKind::kBatch, &request->problems[i], &bytes_in,
+                              &bytes_out);
         !s.ok()) {
       return s;
     }

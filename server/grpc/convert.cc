@@ -129,9 +129,9 @@ absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::
       r.kind = core::WorkKind::kGroup;
       r.problems.resize(proto.group().problems_size());
       for (int i = 0; i < proto.group().problems_size(); ++i) {
-        if (auto s = ProblemFromProto(proto.group().problems(i),
-                                      core::ProblemField(core::WorkKind::kGroup, i),
-                                      &r.problems[i]);
+        if (auto s =
+                ProblemFromProto(proto.group().problems(i),
+                                 core::ProblemField(core::WorkKind::kGroup, i), &r.problems[i]);
             !s.ok()) {
           return s;
         }

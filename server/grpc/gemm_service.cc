@@ -98,9 +98,7 @@ class GemmServiceImpl::StreamReactor final
     }
   }
 
-  void OnDone() override {
-    delete this;
-  }
+  void OnDone() override { delete this; }
 
   void OnCancel() override {
     absl::MutexLock lock(&mu_);
@@ -263,9 +261,8 @@ grpc::ServerUnaryReactor* GemmServiceImpl::ReleaseMatrix(grpc::CallbackServerCon
                                                          const v1::ReleaseMatrixRequest* request,
                                                          v1::ReleaseMatrixResponse* /*response*/) {
   auto* reactor = context->DefaultReactor();
-  absl::Status s = request->handle().empty()
-                       ? absl::InvalidArgumentError("handle: is empty")
-                       : engine_->registry().Release(request->handle());
+  absl::Status s = request->handle().empty() ? absl::InvalidArgumentError("handle: is empty")
+                                             : engine_->registry().Release(request->handle());
   Observe("ReleaseMatrix", s.code(), nullptr);
   reactor->Finish(ToGrpcStatus(s));
   return reactor;

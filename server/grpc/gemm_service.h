@@ -15,8 +15,8 @@ namespace gemm::service {
 
 // Told about every finished RPC (for metrics). `timing` is null when the request did not run.
 // Called from gRPC or engine threads; must be thread-safe and fast.
-using RpcObserver =
-    std::function<void(absl::string_view method, absl::StatusCode code, const core::Timing* timing)>;
+using RpcObserver = std::function<void(absl::string_view method, absl::StatusCode code,
+                                       const core::Timing* timing)>;
 
 class GemmServiceImpl final : public v1::GemmService::CallbackService {
  public:

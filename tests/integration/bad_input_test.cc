@@ -35,8 +35,8 @@ class BadInputTest : public ::testing::Test {
   }
 
   // Sends a request made from a valid 8x8x8 problem by `mutate`; expects `code` and `field`.
-  void ExpectGemmError(const std::function<void(v1::GemmRequest*)>& mutate,
-                       absl::StatusCode code, const std::string& field) {
+  void ExpectGemmError(const std::function<void(v1::GemmRequest*)>& mutate, absl::StatusCode code,
+                       const std::string& field) {
     HostProblem p = RandomProblem(8, 8, 8, false, false, 1, 0, gen_);
     v1::GemmRequest req;
     FillProto(p, req.mutable_problem());
@@ -232,8 +232,8 @@ TEST_F(BadInputTest, ResidentShapeMismatchNamesHandle) {
   auto info = server_->client().RegisterMatrix(h, w.b);
   ASSERT_TRUE(info.ok()) << info.status();
   const std::string handle = info->handle();
-  ExpectGemmError([&](v1::GemmRequest* r) { r->mutable_problem()->set_b_handle(handle); },
-                  kInvalid, "problem.b_handle");  // problem is 8x8x8, matrix is K=16
+  ExpectGemmError([&](v1::GemmRequest* r) { r->mutable_problem()->set_b_handle(handle); }, kInvalid,
+                  "problem.b_handle");  // problem is 8x8x8, matrix is K=16
   EXPECT_TRUE(server_->client().ReleaseMatrix(handle).ok());
 }
 

@@ -41,10 +41,10 @@ struct Case {
 
 TEST_F(GemmRequestsTest, UnaryMatchesReferenceOverShapesLayoutsDtypes) {
   const Case cases[] = {
-      {1, 1, 1, false, false, 1, 0},       {17, 33, 65, false, false, 1, 0},
-      {17, 33, 65, true, false, 1, 0},     {1, 4096, 1, false, true, 1, 0},
-      {64, 64, 64, true, true, 0.5f, 0},   {31, 47, 129, false, false, 2.0f, -0.5f},
-      {31, 47, 129, true, true, 1, 1.0f},  {128, 96, 256, false, true, 1.5f, 0.25f},
+      {1, 1, 1, false, false, 1, 0},      {17, 33, 65, false, false, 1, 0},
+      {17, 33, 65, true, false, 1, 0},    {1, 4096, 1, false, true, 1, 0},
+      {64, 64, 64, true, true, 0.5f, 0},  {31, 47, 129, false, false, 2.0f, -0.5f},
+      {31, 47, 129, true, true, 1, 1.0f}, {128, 96, 256, false, true, 1.5f, 0.25f},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(absl::StrCat(c.m, "x", c.n, "x", c.k, c.nk ? " nk" : " kn",
@@ -192,8 +192,8 @@ TEST_F(GemmRequestsTest, ThirtyTwoConcurrentClients) {
       }
       absl::BitGen gen;
       for (int i = 0; i < kPerClient; ++i) {
-        HostProblem p = RandomProblem(1 + (t * 7 + i) % 64, 8 + t, 16 + i * 5, (t + i) % 2,
-                                      i % 2, 1, 0, gen);
+        HostProblem p =
+            RandomProblem(1 + (t * 7 + i) % 64, 8 + t, 16 + i * 5, (t + i) % 2, i % 2, 1, 0, gen);
         v1::GemmRequest req;
         FillProto(p, req.mutable_problem());
         auto resp = (*c)->Gemm(req, absl::Seconds(120));

@@ -59,8 +59,7 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(std::vector<
       p->pid_ = -1;
       return absl::InternalError(absl::StrCat(binary, " exited during start-up"));
     }
-    if (p->client_->WaitForConnected(absl::Milliseconds(200)) &&
-        p->client_->GetServerInfo().ok()) {
+    if (p->client_->WaitForConnected(absl::Milliseconds(200)) && p->client_->GetServerInfo().ok()) {
       return p;
     }
   }

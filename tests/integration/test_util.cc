@@ -48,8 +48,8 @@ double OutputError(const HostProblem& p, const v1::Output& out, int64_t index) {
   if (dims < 2 || out.shape(dims - 2) != p.m || out.shape(dims - 1) != p.n) return inf;
   const int64_t elem = p.fp32 ? 4 : 2, mn = p.m * p.n;
   if (static_cast<int64_t>(out.data().size()) < (index + 1) * mn * elem) return inf;
-  const auto got = DecodeOutput(absl::string_view(out.data()).substr(index * mn * elem, mn * elem),
-                                p.fp32);
+  const auto got =
+      DecodeOutput(absl::string_view(out.data()).substr(index * mn * elem, mn * elem), p.fp32);
   std::vector<float> c;
   if (!p.c.empty()) c = DecodeOutput(p.c, p.fp32);
   const auto ref = ReferenceGemm({p.m, p.n, p.k, p.b_nk, p.alpha, p.beta}, p.a, p.b, c);

@@ -1,11 +1,11 @@
 // BF16 conversion: round to nearest even (ties), NaN stays NaN, Inf, overflow, subnormals.
+#include "common/bf16.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
-
-#include "common/bf16.h"
 
 namespace gemm {
 namespace {

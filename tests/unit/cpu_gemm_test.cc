@@ -36,9 +36,15 @@ TEST(CpuGemmTest, MatchesFloat64Reference) {
             c_float = DecodeOutput(c, false);
             if (fp32) c.assign(reinterpret_cast<const char*>(c_float.data()), c_float.size() * 4);
           }
-          core::Problem p{.m = s.m, .n = s.n, .k = s.k, .a = a, .b = b,
+          core::Problem p{.m = s.m,
+                          .n = s.n,
+                          .k = s.k,
+                          .a = a,
+                          .b = b,
                           .b_layout = nk ? core::BLayout::kNK : core::BLayout::kKN,
-                          .alpha = 1.5f, .beta = beta, .c = c,
+                          .alpha = 1.5f,
+                          .beta = beta,
+                          .c = c,
                           .out_dtype = fp32 ? core::DType::kFP32 : core::DType::kBF16};
           std::vector<float> b_float(s.k * s.n);
           DecodeBf16(b, b_float.data());

@@ -1,10 +1,10 @@
 // .npy write/read round trip and rejection of unsupported files.
+#include "common/npy.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <fstream>
-
-#include "common/npy.h"
 
 namespace gemm {
 namespace {
