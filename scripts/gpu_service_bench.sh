@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Service-level figures for docs/PERF.md, run ON THE GPU MACHINE from a device bundle made with
+#   ../shared/tools/device-bundle.sh .device-bundle-svc build/server/gemm_server \
+#       build/client/gemm_client build/client/loadgen/gemm_loadgen
+# then (device tool): source .device-bundle-svc/env.sh && scripts/gpu_service_bench.sh
+# Writes loadgen JSON reports and server logs under $OUT (default /tmp/gemm-svc-bench).
+#   1. decode: resident B 8192x8192 ([N,K] weight), M=16, 64 callers, batching on vs off
+#   2. large inline: 4096^3 with A and B in every request
+set -uo pipefail
+OUT=${OUT:-/tmp/gemm-svc-bench}
+mkdir -p "$OUT"
+WINDOW=${WINDOW:-2}
+port=50151
+
+start_server() {  # start_server NAME FLAGS...
+  local name=$1
+  shift
+  port=$((port + 1))
+  gemm_server --backend=cuda --host=127.0.0.1 --port=$port --metrics_port=$((port + 1000)) "$@" \
+    >"$OUT/server-$name.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 300); do
+    gemm_client --target=127.0.0.1:$port info >"$OUT/info-$name.json" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "server $name did not start"; cat "$OUT/server-$name.log"; return 1
+}
+
+stop_server() {
+  python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$((port + 1000))/metrics').read().decode())" \
+    >"$OUT/metrics-$1.txt" 2>/dev/null
+  kill -TERM $server_pid; wait $server_pid
+}
+
+loadgen() {  # loadgen NAME FLAGS...
+  local name=$1
+  shift
+  gemm_loadgen --target=127.0.0.1:$port --warmup_s=1 --window_s=$WINDOW --max_windows=4 \
+    --progress=off --json="$OUT/$name.json" "$@" 2>&1 | tee "$OUT/$name.txt"
+}
+
+nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv | tee "$OUT/gpu.txt"
+start_server batched && {
+  loadgen decode-batched --shapes=16x8192x8192 --b=resident --b_layout=nk --concurrency=64 \
+    --verify_fraction=0.01
+  stop_server batched
+}
+start_server unbatched --batching=false && {
+  loadgen decode-unbatched --shapes=16x8192x8192 --b=resident --b_layout=nk --concurrency=64
+  stop_server unbatched
+}
+start_server large && {
+  loadgen large-inline --shapes=4096x4096x4096 --b=inline --concurrency=1:8:x2 \
+    --verify_fraction=0.02
+  stop_server large
+}
+echo "gpu_service_bench: done"
