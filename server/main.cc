@@ -31,6 +31,9 @@ ABSL_FLAG(int32_t, port, 50051, "gRPC port.");
 ABSL_FLAG(int32_t, metrics_port, 9464, "Prometheus /metrics HTTP port; 0 disables.");
 ABSL_FLAG(std::string, backend, "auto", "auto|cpu|cuda: auto uses CUDA when a GPU is present.");
 ABSL_FLAG(int32_t, drain_timeout_s, 30, "On SIGTERM/SIGINT, seconds to let in-flight RPCs finish.");
+ABSL_FLAG(int32_t, max_connection_age_s, 0,
+          "Close client connections after this many seconds (0: never), so round_robin clients "
+          "re-resolve DNS and reach new replicas after a scale-out.");
 ABSL_FLAG(int64_t, max_dim, 65536, "Largest M, N or K accepted.");
 ABSL_FLAG(int64_t, max_request_bytes, int64_t{1} << 30, "Largest operand payload of a request.");
 ABSL_FLAG(int64_t, max_message_bytes, (int64_t{1} << 30) + (int64_t{16} << 20),
@@ -158,6 +161,11 @@ int Run(const Options& o) {
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
   builder.SetMaxReceiveMessageSize(static_cast<int>(o.engine.limits.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(o.engine.limits.max_message_bytes));
+  if (const int age = absl::GetFlag(FLAGS_max_connection_age_s); age > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, age * 1000);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(o.drain_timeout)));
+  }
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
