@@ -612,11 +612,14 @@ std::string FormatHtml(const Report& report) {
     }
     lat_tp.push_back(std::move(s));
   }
-  Axis tp_x{.label = "throughput (successful requests/s)"};
-  Axis tp_y{.label = "latency (ms)"};
+  Axis tp_x, tp_y;
+  tp_x.label = "throughput (successful requests/s)";
+  tp_y.label = "latency (ms)";
 
   std::vector<Series> pct;
-  Axis pct_x{.label = "percentile", .log = true};
+  Axis pct_x;
+  pct_x.label = "percentile";
+  pct_x.log = true;
   // NOTE: x = 1/(1-q) on a log axis spreads the tail (90, 99, 99.9, 99.99) evenly; max is
   // plotted at 99.999.
   for (auto [v, label] : std::vector<std::pair<double, std::string>>{
@@ -638,7 +641,9 @@ std::string FormatHtml(const Report& report) {
     }
     pct.push_back(std::move(s));
   }
-  Axis pct_y{.label = "latency (ms)", .log = std::isfinite(ymin) && ymax / ymin > 20};
+  Axis pct_y;
+  pct_y.label = "latency (ms)";
+  pct_y.log = std::isfinite(ymin) && ymax / ymin > 20;
 
   h += "<h2>Charts</h2>\n<div class=\"charts\">\n";
   h += SvgLineChart("Latency vs throughput", tp_x, tp_y, lat_tp);
