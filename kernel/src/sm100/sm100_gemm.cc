@@ -289,27 +289,33 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   }
   // The grouped launch uses the wide kernel for every problem (b_layout and d_dtype are shared).
   const VariantKey key = KeyOf(group[0], /*swap_ab=*/false);
-  std::vector<uint8_t> host(need, 0);
-  auto* maps = reinterpret_cast<ProblemMaps*>(host.data());
-  auto* shapes = reinterpret_cast<ProblemShape*>(host.data() + GroupMapsBytes(group.size()));
+  // Separate, properly aligned host arrays (CUtensorMap is 64-byte aligned).
+  std::vector<ProblemMaps> maps(group.size());
+  std::vector<ProblemShape> shapes(group.size());
   for (std::size_t i = 0; i < group.size(); ++i) {
     absl::StatusOr<ProblemMaps> m = BuildMaps(group[i], BatchStrides{}, key);
     if (!m.ok()) return m.status();
     maps[i] = *m;
     shapes[i] = ShapeOf(group[i], false);
   }
-  // NOTE: pageable source: the copy is staged before cudaMemcpyAsync returns, so `host` may go.
+  uint8_t* const ws = static_cast<uint8_t*>(opts.workspace);
+  const std::size_t shapes_offset = GroupMapsBytes(group.size());
+  // NOTE: pageable sources: each copy is staged before cudaMemcpyAsync returns.
   GEMM_RETURN_IF_ERROR(
-      CudaStatus(cudaMemcpyAsync(opts.workspace, host.data(), need, cudaMemcpyHostToDevice, stream),
-                 "copy group descriptors"));
+      CudaStatus(cudaMemcpyAsync(ws, maps.data(), maps.size() * sizeof(ProblemMaps),
+                                 cudaMemcpyHostToDevice, stream),
+                 "copy group tensor maps"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(
+      cudaMemcpyAsync(ws + shapes_offset, shapes.data(), shapes.size() * sizeof(ProblemShape),
+                      cudaMemcpyHostToDevice, stream),
+      "copy group shapes"));
   KernelParams params{};
   params.maps = maps[0];  // unused by the grouped path; any valid maps
-  params.group_maps = static_cast<const ProblemMaps*>(opts.workspace);
-  params.group_shapes = reinterpret_cast<const ProblemShape*>(
-      static_cast<const uint8_t*>(opts.workspace) + GroupMapsBytes(group.size()));
+  params.group_maps = reinterpret_cast<const ProblemMaps*>(ws);
+  params.group_shapes = reinterpret_cast<const ProblemShape*>(ws + shapes_offset);
   params.num_problems = static_cast<int32_t>(group.size());
   params.group_x = kGroupX;
-  const int64_t tiles = Sched<256>::TotalTiles(shapes, params.num_problems, false);
+  const int64_t tiles = Sched<256>::TotalTiles(shapes.data(), params.num_problems, false);
   absl::StatusOr<int> clusters = NumClusters(key, *dev, tiles);
   if (!clusters.ok()) return clusters.status();
   return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, *clusters, stream)),
