@@ -220,6 +220,7 @@ std::string SvgLineChart(const std::string& title, const Axis& x_axis, const Axi
                         left, top, pw, ph, left + pw / 2, height - 12, Html(x_axis.label),
                         top + ph / 2, top + ph / 2, Html(y_axis.label));
   int legend_row = 0;
+  std::vector<std::pair<double, double>> labels;  // positions of point labels drawn
   for (const Series& s : series) {
     std::string path;
     for (size_t i = 0; i < s.points.size(); ++i) {
@@ -247,7 +248,13 @@ std::string SvgLineChart(const std::string& title, const Axis& x_axis, const Axi
                             "<title>%s: %s</title></circle>\n",
                             tx(x), ty(y), s.color, Html(s.name),
                             Html(absl::StrFormat("(%g, %g)", x, y)));
-      if (i < s.point_labels.size() && !s.point_labels[i].empty()) {
+      // Labels that would overlap an earlier one are left out (the tooltip still has the point).
+      const double lx = tx(x), ly = ty(y) + 15;
+      const bool overlaps = std::any_of(labels.begin(), labels.end(), [&](const auto& l) {
+        return std::fabs(l.first - lx) < 34 && std::fabs(l.second - ly) < 12;
+      });
+      if (i < s.point_labels.size() && !s.point_labels[i].empty() && !overlaps) {
+        labels.emplace_back(lx, ly);
         absl::StrAppendFormat(&svg,
                               "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#555\" "
                               "text-anchor=\"middle\">%s</text>\n",
