@@ -91,6 +91,7 @@ struct Unit {
   bool direct = false;  // operands too large for a staging block: copied from pageable memory
   cudaEvent_t ev[4] = {nullptr, nullptr, nullptr, nullptr};
   bool timed = false;
+  absl::Duration host_copy_in;  // memcpy into staging (part of copy_in)
   absl::Status status;
 };
 
@@ -611,9 +612,11 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
       u->outputs[o.item][o.output].data.resize(o.rows * o.row_bytes);
     }
   } else {
+    const absl::Time t0 = absl::Now();
     for (const InCopy& in : u->ins) {
       std::memcpy(u->staging.ptr + in.stage_off, in.host, in.rows * in.row_bytes);
     }
+    u->host_copy_in = absl::Now() - t0;
   }
 
   // Enqueue: events, H2D, kernels, D2H, free, callback. Once anything is enqueued, the unit is
@@ -751,10 +754,13 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
     t.copy_out = absl::Microseconds(static_cast<double>(ms[2]) * 1e3);
   }
   if (u->status.ok() && !u->direct) {
+    const absl::Time t0 = absl::Now();
     for (const OutCopy& o : u->outs) {
       u->outputs[o.item][o.output].data.assign(u->staging.ptr + o.stage_off, o.rows * o.row_bytes);
     }
+    t.copy_out += absl::Now() - t0;  // staging -> response bytes
   }
+  t.copy_in += u->host_copy_in;  // request bytes -> staging
   staging_->Free(u->staging);
   u->staging = {};
   if (u->dev_accounted > 0) device_->pool().Release(u->dev_accounted);
@@ -768,18 +774,23 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
   t.batch_requests = static_cast<int>(u->items.size());
   t.device = device_->ordinal();
   for (size_t i = 0; i < u->items.size(); ++i) {
-    core::WorkItem& item = *u->items[i];
+    // Drop the unit's reference to the item (and so to its resident B) before completing it, so
+    // whoever is told "done" sees the memory of a released matrix already returned.
+    std::shared_ptr<core::WorkItem> item = std::move(u->items[i]);
+    core::DoneCallback done = item->done;
     if (!u->status.ok()) {
-      item.done(u->status);
+      item.reset();
+      done(u->status);
       continue;
     }
     core::GemmResult r;
     r.outputs = std::move(u->outputs[i]);
     r.kernel = u->kernel_name;
     r.timing = t;
-    r.timing.queue = u->released - item.arrival;
-    r.timing.total = now - item.arrival;
-    item.done(std::move(r));
+    r.timing.queue = u->released - item->arrival;
+    r.timing.total = now - item->arrival;
+    item.reset();
+    done(std::move(r));
   }
 }
 

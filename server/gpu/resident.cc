@@ -129,7 +129,7 @@ class CudaMatrixUpload final : public core::MatrixUpload {
     }
     auto matrix = std::make_shared<CudaResidentMatrix>(desc_, replicas);
     // The task keeps the matrix (and so its memory) alive until the copy is done.
-    uploader_->Post([matrix, host = host_, replicas, row_bytes, rows = desc_.rows] {
+    uploader_->Post([matrix, host = host_, replicas, row_bytes, rows = desc_.rows]() mutable {
       absl::Status status;
       for (const auto& r : replicas) {
         absl::Status st = CudaStatus(cudaSetDevice(r.device->ordinal()), "cudaSetDevice");
@@ -149,7 +149,9 @@ class CudaMatrixUpload final : public core::MatrixUpload {
         GEMM_LOG(ERROR) << "upload of resident matrix " << matrix->desc().handle
                         << " failed: " << status;
       }
-      matrix->SetReady(status);
+      host.reset();
+      std::shared_ptr<CudaResidentMatrix> m = std::move(matrix);
+      m->SetReady(status);  // after this, only requests and the registry keep it alive
     });
     host_.reset();
     return matrix;
