@@ -12,7 +12,6 @@ endif()
 add_library(gemm_kernel_sm100_device OBJECT ${CMAKE_CURRENT_LIST_DIR}/sm100_launch.cu)
 target_include_directories(gemm_kernel_sm100_device PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..
                                                             ${CMAKE_CURRENT_LIST_DIR}/../../include)
-target_link_libraries(gemm_kernel_sm100_device PRIVATE CUDA::cudart CUDA::cuda_driver)
 set_target_properties(gemm_kernel_sm100_device PROPERTIES CUDA_ARCHITECTURES 100a
                                                           CUDA_SEPARABLE_COMPILATION OFF
                                                           POSITION_INDEPENDENT_CODE ON)

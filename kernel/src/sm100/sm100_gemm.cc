@@ -4,6 +4,7 @@
 #include "sm100/sm100_gemm.h"
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -64,7 +65,23 @@ struct MapSpec {
   CUtensorMapL2promotion l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
 };
 
+// cuTensorMapEncodeTiled through the runtime's driver entry point: the library does not link
+// libcuda, so binaries start on machines without a driver.
+absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult q;
+  GEMM_RETURN_IF_ERROR(CudaStatus(
+      cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q),
+      "cudaGetDriverEntryPointByVersion"));
+  if (q != cudaDriverEntryPointSuccess || fn == nullptr) {
+    return absl::InternalError("cuTensorMapEncodeTiled not found in the driver");
+  }
+  return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+}
+
 absl::StatusOr<CUtensorMap> Encode(const MapSpec& s) {
+  absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> encode = EncodeFn();
+  if (!encode.ok()) return encode.status();
   CUtensorMap map;
   const cuuint64_t dims[3] = {s.inner, s.outer, s.batch};
   // A single entry still needs a valid batch stride: use the whole matrix.
@@ -72,11 +89,13 @@ absl::StatusOr<CUtensorMap> Encode(const MapSpec& s) {
   const cuuint64_t strides[2] = {s.pitch_bytes, batch_stride};
   const cuuint32_t box[3] = {s.box_inner, s.box_outer, 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  GEMM_RETURN_IF_ERROR(
-      CuStatus(cuTensorMapEncodeTiled(&map, s.dtype, 3, const_cast<void*>(s.ptr), dims, strides,
-                                      box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, s.swizzle,
-                                      s.l2, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-               "cuTensorMapEncodeTiled"));
+  const CUresult res =
+      (*encode)(&map, s.dtype, 3, const_cast<void*>(s.ptr), dims, strides, box, elem_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, s.swizzle, s.l2, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (res != CUDA_SUCCESS) {
+    return absl::InternalError(
+        absl::StrCat("cuTensorMapEncodeTiled: CUresult ", static_cast<int>(res)));
+  }
   return map;
 }
 
