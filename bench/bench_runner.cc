@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench_device.h"
+#include "sm90/sm90_gemm.h"
 #include "sm90/small_m_gemm.h"
 
 namespace gemm::bench {
@@ -250,7 +251,12 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
     ws_ours = kernel::WorkspaceBytes(args[0], KernelKind::kSm90);
     row.ours = "Gemm(kSm90)";
   }
-  if (kernel::sm90::UseSmallM(args[0], sm_count_)) {
+  if (opts_.sm90_main) {
+    ws_ours = kernel::sm90::WorkspaceBytes(args[0]);
+    row.ours = "sm90_wgmma_direct";
+    row.ctas = 0;
+  }
+  if (!opts_.sm90_main && kernel::sm90::UseSmallM(args[0], sm_count_)) {
     row.ctas = kernel::sm90::PlanSmallM(args[0], sm_count_, direct ? opts_.force_ctas : 0).ctas;
   }
   void* ws = nullptr;
@@ -261,7 +267,9 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
   }
   ours_opts.workspace = ws;
   ours_opts.workspace_bytes = ws_ours;
-  if (direct) {
+  if (opts_.sm90_main) {
+    ours = [&](int i) { return kernel::sm90::Gemm(args[i], stream_, ours_opts); };
+  } else if (direct) {
     ours = [&](int i) {
       return kernel::sm90::SmallMGemmWithPlan(args[i], plan, stream_, ws, ws_ours);
     };

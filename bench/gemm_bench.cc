@@ -27,11 +27,12 @@ using gemm::kernel::DType;
 constexpr char kUsage[] =
     "usage: gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both]\n"
     "                  [--dtype bf16|f32] [--json] [--csv] [--check] [--reps N] [--warmup N]\n"
-    "                  [--shapes DIR] [--direct] [--ctas N]\n"
+    "                  [--shapes DIR] [--direct] [--ctas N] [--sm90_main]\n"
     "  --json    one JSON object per line on stdout (the table goes to stderr)\n"
     "  --csv     CSV lines on stdout instead of the table\n"
     "  --check   compare ours with cuBLASLt (relative Frobenius error) before timing\n"
     "  --direct  run the small-M kernel directly for M <= 128 (bypass the dispatch)\n"
+    "  --sm90_main  time the SM90 WGMMA kernel directly (bypass the dispatch and small-M)\n"
     "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n";
 
 struct Flags {
@@ -56,6 +57,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->csv = true;
     } else if (arg == "--check") {
       f->bench.check = true;
+    } else if (arg == "--sm90_main") {
+      f->bench.sm90_main = true;
     } else if (arg == "--direct") {
       f->bench.direct_small_m = true;
     } else if (arg == "--set" && value(&v)) {

@@ -20,7 +20,10 @@
 
 namespace gemm::kernel::sm90 {
 
-// True when the small-M kernel should run `args` (1 <= M <= 128).
+// Largest M the dispatch sends to the small-M kernel (SmallMGemm itself accepts M <= 128).
+inline constexpr int64_t kSmallMMaxRows = 32;
+
+// True when the small-M kernel should run `args` (1 <= M <= kSmallMMaxRows).
 bool UseSmallM(const StridedBatch& args, int sm_count);
 
 // Workspace bytes SmallMGemm uses for `args` on a device with `sm_count` SMs (0 when no split-K).

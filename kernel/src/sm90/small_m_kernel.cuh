@@ -128,6 +128,7 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
   // kKN: B tile [64 k][128 n], thread -> chunk (tid & 15) of rows tid / 16 + 16 j.
   constexpr int kBLoads = Cfg::kBBytes / 16 / kThreads;  // 4
   constexpr int kALoads = (kMT * 8 + kThreads - 1) / kThreads;
+  const int64_t ldb32 = 32 * p.ldb, ldb16 = 16 * p.ldb;
   auto load_stage = [&](int slot) {
     const uint32_t sb = smem0 + slot * Cfg::kStageBytes;
     const uint32_t sa = sb + Cfg::kBBytes;
@@ -138,25 +139,23 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
       const int c = tid & 7, r0 = tid >> 3;
       const int64_t k = k0 + c * 8;
       const uint32_t kbytes = ClampBytes(p.k - k);
+      const __nv_bfloat16* base = B + (n0 + r0) * p.ldb + k;
+      const uint32_t dst = sb + r0 * 128 + ((c ^ (r0 & 7)) << 4);  // (r & 7) == (r0 & 7)
 #pragma unroll
       for (int j = 0; j < kBLoads; ++j) {
-        const int r = r0 + 32 * j;
-        const int64_t n = n0 + r;
-        const bool ok = n < p.n && kbytes > 0;
-        const __nv_bfloat16* src = ok ? B + n * p.ldb + k : p.b;
-        CpAsync16(sb + r * 128 + ((c ^ (r & 7)) << 4), src, ok ? kbytes : 0u);
+        const bool ok = n0 + r0 + 32 * j < p.n && kbytes > 0;
+        CpAsync16(dst + j * 32 * 128, ok ? base + j * ldb32 : p.b, ok ? kbytes : 0u);
       }
     } else {
       const int c = tid & 15, r0 = tid >> 4;
       const int64_t n = n0 + c * 8;
       const uint32_t nbytes = ClampBytes(p.n - n);
+      const __nv_bfloat16* base = B + (k0 + r0) * p.ldb + n;
+      const uint32_t dst = sb + r0 * 256 + ((c ^ (r0 & 7)) << 4);  // (r & 7) == (r0 & 7)
 #pragma unroll
       for (int j = 0; j < kBLoads; ++j) {
-        const int r = r0 + 16 * j;
-        const int64_t k = k0 + r;
-        const bool ok = k < p.k && nbytes > 0;
-        const __nv_bfloat16* src = ok ? B + k * p.ldb + n : p.b;
-        CpAsync16(sb + r * 256 + ((c ^ (r & 7)) << 4), src, ok ? nbytes : 0u);
+        const bool ok = k0 + r0 + 16 * j < p.k && nbytes > 0;
+        CpAsync16(dst + j * 16 * 256, ok ? base + j * ldb16 : p.b, ok ? nbytes : 0u);
       }
     }
 #pragma unroll
@@ -238,9 +237,12 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
     CpAsyncCommit();
     const uint32_t sb = smem0 + (it % Cfg::kStages) * Cfg::kStageBytes;
     const uint32_t sa = sb + Cfg::kBBytes;
-#pragma unroll
-    for (int kk = 0; kk < kBlockK / 16; ++kk) {
-      uint32_t af[Cfg::kMmaM][4];
+    // NOTE: fragments are double-buffered over the four k16 steps: the ldmatrix of step kk + 1
+    // is issued before the MMAs of step kk, so its latency hides behind them (the asm
+    // statements are volatile, so the compiler keeps this order).
+    uint32_t af[2][Cfg::kMmaM][4];
+    uint32_t bfr[2][Cfg::kMmaN][2];
+    auto load_frags = [&](int kk, uint32_t(&a)[Cfg::kMmaM][4], uint32_t(&bv)[Cfg::kMmaN][2]) {
 #pragma unroll
       for (int mt = 0; mt < Cfg::kMmaM; ++mt) {
         if constexpr (!kKN) {
@@ -248,16 +250,15 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
           // lanes 16-31 the same rows at chunk 2kk + 1.
           const int r = wn0 + mt * 16 + (lane & 15);
           const int c = kk * 2 + (lane >> 4);
-          LdMatrixX4(af[mt], sb + r * 128 + ((c ^ (lane & 7)) << 4));
+          LdMatrixX4(a[mt], sb + r * 128 + ((c ^ (lane & 7)) << 4));
         } else {
           // Stored [k][n]; matrix i = lane / 8 covers n offset (i & 1) * 8, k offset (i >> 1) * 8.
           const int i = lane >> 3;
           const int k = kk * 16 + (i >> 1) * 8 + (lane & 7);
           const int c = (wn0 + mt * 16 + (i & 1) * 8) >> 3;
-          LdMatrixX4Trans(af[mt], sb + k * 256 + ((c ^ (lane & 7)) << 4));
+          LdMatrixX4Trans(a[mt], sb + k * 256 + ((c ^ (lane & 7)) << 4));
         }
       }
-      uint32_t bfr[Cfg::kMmaN][2];
 #pragma unroll
       for (int j = 0; j < Cfg::kMmaN / 2; ++j) {
         // Matrix i = lane / 8: activation rows (i >> 1) * 8 of this n8 pair, k chunk (i & 1).
@@ -266,16 +267,21 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
         const int c = kk * 2 + (i & 1);
         uint32_t q[4];
         LdMatrixX4(q, sa + r * 128 + ((c ^ (lane & 7)) << 4));
-        bfr[2 * j][0] = q[0];
-        bfr[2 * j][1] = q[1];
-        bfr[2 * j + 1][0] = q[2];
-        bfr[2 * j + 1][1] = q[3];
+        bv[2 * j][0] = q[0];
+        bv[2 * j][1] = q[1];
+        bv[2 * j + 1][0] = q[2];
+        bv[2 * j + 1][1] = q[3];
       }
+    };
+    load_frags(0, af[0], bfr[0]);
+#pragma unroll
+    for (int kk = 0; kk < kBlockK / 16; ++kk) {
+      if (kk + 1 < kBlockK / 16) load_frags(kk + 1, af[(kk + 1) & 1], bfr[(kk + 1) & 1]);
 #pragma unroll
       for (int mt = 0; mt < Cfg::kMmaM; ++mt)
 #pragma unroll
         for (int nt = 0; nt < Cfg::kMmaN; ++nt)
-          MmaBf16(acc[mt][nt], af[mt], bfr[nt][0], bfr[nt][1]);
+          MmaBf16(acc[mt][nt], af[kk & 1][mt], bfr[kk & 1][nt][0], bfr[kk & 1][nt][1]);
     }
     // End of a tile segment: the tile's last K block or the CTA's last iteration.
     const bool tile_end = c_kb == p.k_blocks - 1;
@@ -292,35 +298,40 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
 #endif
 }
 
-// Stream-K fixup: one CTA per (batch entry, tile). A tile covered by one CTA was written by
-// it; otherwise the partials of its CTAs are summed in CTA order (deterministic) and alpha,
-// beta and C applied. Launched with programmatic dependent launch behind SmallMKernel.
+// Stream-K fixup: block (blockIdx.x = batch entry * n_tiles + tile, blockIdx.y = row m) of
+// kBlockN threads, one output element each. A tile covered by one CTA was written by it;
+// otherwise the partials of its CTAs are summed in CTA order (deterministic) and alpha, beta
+// and C applied. NOTE: one row per block keeps the loop per thread short (a handful of
+// independent loads): the fixup sits on the critical path after the main kernel.
+// Launched with programmatic dependent launch behind SmallMKernel.
 template <typename OutT>
-__global__ void __launch_bounds__(256) SmallMFixupKernel(const Params p) {
+__global__ void __launch_bounds__(kBlockN) SmallMFixupKernel(const Params p) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  GridDependencyWait();
   const int64_t bt = blockIdx.x;  // b * n_tiles + tile
   const int64_t first_it = bt * p.k_blocks;
   const int64_t c0 = CtaOf(first_it, p), c1 = CtaOf(first_it + p.k_blocks - 1, p);
   if (c0 == c1) return;
-  const int64_t b = bt / p.n_tiles, n0 = (bt % p.n_tiles) * kBlockN;
-  void* D = static_cast<char*>(p.d) + b * p.stride_d * static_cast<int64_t>(sizeof(OutT));
-  const void* C = p.beta != 0.f ? static_cast<const char*>(p.c) +
-                                      b * p.stride_c * static_cast<int64_t>(sizeof(OutT))
-                                : nullptr;
-  for (int64_t idx = threadIdx.x; idx < p.m * kBlockN; idx += blockDim.x) {
-    const int64_t m = idx / kBlockN, nl = idx % kBlockN, n = n0 + nl;
-    if (n >= p.n) continue;
-    float s = 0.f;
-    for (int64_t c = c0; c <= c1; ++c) {
-      // This tile is CTA c's first tile (slot 0) when c starts inside it, else its last.
-      const int slot = CtaBegin(c, p) >= first_it ? 0 : 1;
-      s += p.ws[((c * 2 + slot) * p.m + m) * kBlockN + nl];
-    }
-    float out = p.alpha * s;
-    if (C != nullptr) out += p.beta * LoadF<OutT>(C, m * p.ldc + n);
-    StoreF<OutT>(D, m * p.ldd + n, out);
+  const int64_t m = blockIdx.y, nl = threadIdx.x;
+  const int64_t b = bt / p.n_tiles, n = (bt % p.n_tiles) * kBlockN + nl;
+  if (n >= p.n) return;
+  // This tile is CTA c's first tile (slot 0) when c starts inside it, else its last (slot 1);
+  // only c0 can have started before the tile.
+  const int slot0 = CtaBegin(c0, p) >= first_it ? 0 : 1;
+  const int64_t cta_stride = 2 * p.m * kBlockN;
+  const int64_t off = m * kBlockN + nl;
+  GridDependencyWait();
+  float s = p.ws[(c0 * 2 + slot0) * p.m * kBlockN + off];
+  const float* next = p.ws + (c0 + 1) * cta_stride + off;  // slot 0 of c0 + 1, c0 + 2, ...
+  const int ncta = static_cast<int>(c1 - c0);
+  for (int c = 0; c < ncta; ++c) s += next[c * cta_stride];
+  float out = p.alpha * s;
+  if (p.beta != 0.f) {
+    const void* C =
+        static_cast<const char*>(p.c) + b * p.stride_c * static_cast<int64_t>(sizeof(OutT));
+    out += p.beta * LoadF<OutT>(C, m * p.ldc + n);
   }
+  void* D = static_cast<char*>(p.d) + b * p.stride_d * static_cast<int64_t>(sizeof(OutT));
+  StoreF<OutT>(D, m * p.ldd + n, out);
 #endif
 }
 

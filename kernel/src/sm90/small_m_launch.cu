@@ -72,8 +72,8 @@ absl::Status LaunchTyped(const Params& prm, bool fixup, cudaStream_t stream, int
   GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "main kernel launch"));
   if (!fixup) return absl::OkStatus();
   cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(prm.batch * prm.n_tiles));
-  cfg.blockDim = dim3(256);
+  cfg.gridDim = dim3(static_cast<unsigned>(prm.batch * prm.n_tiles), static_cast<unsigned>(prm.m));
+  cfg.blockDim = dim3(small_m::kBlockN);
   cfg.stream = stream;
   // NOTE: programmatic dependent launch hides the fixup's launch latency behind the main
   // kernel's tail; the fixup waits (griddepcontrol.wait) for all of its writes.
