@@ -1,8 +1,8 @@
 // Correctness of the SM100 tcgen05 kernel (KernelKind::kSm100) against cuBLASLt on the same
 // inputs: both B layouts, BF16/FP32 output, alpha/beta, ragged M/N/K, the small-M swap-AB
-// variant, strided batches and groups. Runs only on compute capability 10.x (GB200/B200);
-// elsewhere the kernel tests skip with a reason and the dispatch test checks that kAuto never
-// picks the SM100 kernel and that asking for it fails cleanly.
+// variant (with split-K when given a workspace), strided batches and groups. Runs only on compute
+// capability 10.x (GB200/B200); elsewhere the kernel tests skip with a reason and the dispatch test
+// checks that kAuto never picks the SM100 kernel and that asking for it fails cleanly.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -134,6 +134,10 @@ TEST_P(Sm100VsCublasLt, Matches) {
   ref.kind = KernelKind::kCublasLt;
   const StridedBatch got_args = BatchOf(o, cs.batch, o.d_sm100->get());
   const StridedBatch ref_args = BatchOf(o, cs.batch, o.d_ref->get());
+  // The small-M kernel splits K into the workspace when it has one (decode shapes).
+  DeviceBuffer ws_sm100(WorkspaceBytes(got_args, KernelKind::kSm100));
+  sm100.workspace = ws_sm100.get();
+  sm100.workspace_bytes = ws_sm100.bytes();
   DeviceBuffer ws_ref(WorkspaceBytes(ref_args, KernelKind::kCublasLt));
   ref.workspace = ws_ref.get();
   ref.workspace_bytes = ws_ref.bytes();
@@ -169,6 +173,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{16, 4096, 4096, BLayout::kKN, DType::kBF16},
         Case{128, 1000, 520, BLayout::kNK, DType::kFP32, 2.0f, 0.5f},
         Case{77, 333, 8, BLayout::kKN, DType::kBF16},
+        // Split-K (decode, long K) with alpha/beta and FP32 output.
+        Case{8, 8192, 8192, BLayout::kNK, DType::kBF16, 0.5f, 1.0f},
+        Case{32, 2048, 14336, BLayout::kKN, DType::kFP32},
         // Strided batches (batch = third TMA dimension).
         Case{320, 1024, 1024, BLayout::kNK, DType::kBF16, 1.0f, 0.0f, 3},
         Case{64, 512, 256, BLayout::kKN, DType::kFP32, 1.0f, 1.0f, 4}),

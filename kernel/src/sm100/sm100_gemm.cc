@@ -18,6 +18,7 @@
 #include "sm100/sm100_config.h"
 #include "sm100/sm100_params.h"
 #include "sm100/sm100_scheduler.h"
+#include "sm100/sm100_split.h"
 #include "validate.h"
 
 namespace gemm::kernel::sm100 {
@@ -103,6 +104,7 @@ absl::StatusOr<CUtensorMap> Encode(const MapSpec& s) {
 struct BatchStrides {
   int64_t batch = 1;
   int64_t a = 0, b = 0, c = 0, d = 0;
+  int64_t d_batch = 0;  // slices of the D map when not `batch` (split-K partials)
 };
 
 // Builds the X/Y/C/D maps of `p` for the variant `key` (shape must match ProblemShape's X/Y).
@@ -144,7 +146,7 @@ absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
   MapSpec d{.ptr = p.d,
             .inner = static_cast<uint64_t>(p.n),
             .outer = static_cast<uint64_t>(p.m),
-            .batch = batch,
+            .batch = bs.d_batch > 0 ? static_cast<uint64_t>(bs.d_batch) : batch,
             .pitch_bytes = static_cast<uint64_t>(p.ldd) * es,
             .batch_stride_bytes = static_cast<uint64_t>(bs.d) * es,
             .box_inner = static_cast<uint32_t>(key.swap_ab ? 32 : 128 / es),
@@ -155,6 +157,7 @@ absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
   MapSpec c = d;
   if (p.beta != 0.0f && p.c != nullptr) {
     c.ptr = p.c;
+    c.batch = batch;
     c.pitch_bytes = static_cast<uint64_t>(p.ldc) * es;
     c.batch_stride_bytes = static_cast<uint64_t>(bs.c) * es;
     c.l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
@@ -211,14 +214,62 @@ absl::StatusOr<int> NumClusters(const VariantKey& key, const DeviceInfo& dev, in
 template <int kUmmaN>
 using Sched = TileScheduler<256, kUmmaN, 64>;
 
-absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t stream,
-                         const DeviceInfo& dev) {
-  const bool swap_ab = p.m <= kSmallM;
-  const VariantKey key = KeyOf(p, swap_ab);
-  absl::StatusOr<ProblemMaps> maps = BuildMaps(p, bs, key);
+// Scratch memory the caller lent for split-K partials (may be empty).
+struct Scratch {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+};
+
+// Split-K launch of the small-M kernel: FP32 partials [splits][m][n] into `scratch`, then the
+// reduction applies alpha, beta and C and writes D.
+absl::Status LaunchSplitK(const Problem& p, int32_t splits, int clusters, const Scratch& scratch,
+                          cudaStream_t stream) {
+  VariantKey key = KeyOf(p, /*swap_ab=*/true);
+  key.out_f32 = true;  // partials
+  Problem partial = p;
+  partial.d = scratch.ptr;
+  partial.ldd = SplitPitch(p.n);
+  partial.d_dtype = DType::kFP32;
+  partial.c = nullptr;
+  partial.alpha = 1.0f;
+  partial.beta = 0.0f;
+  BatchStrides bs;
+  bs.d_batch = splits;  // the partial map's third dimension: one slice per split
+  bs.d = p.m * partial.ldd;
+  absl::StatusOr<ProblemMaps> maps = BuildMaps(partial, bs, key);
   if (!maps.ok()) return maps.status();
   KernelParams params{};
   params.maps = *maps;
+  params.shape = ShapeOf(partial, true);
+  params.shape.k_splits = splits;
+  params.num_problems = 1;
+  params.group_x = kGroupX;
+  GEMM_RETURN_IF_ERROR(
+      CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, clusters, stream)),
+                 "sm100 split-K kernel launch"));
+  SplitReduceArgs r;
+  r.partials = static_cast<const float*>(scratch.ptr);
+  r.splits = splits;
+  r.m = static_cast<int32_t>(p.m);
+  r.n = static_cast<int32_t>(p.n);
+  r.ldw = partial.ldd;
+  r.slice_elems = bs.d;
+  r.alpha = p.alpha;
+  r.beta = p.c != nullptr ? p.beta : 0.0f;
+  r.c = p.c;
+  r.ldc = p.ldc;
+  r.d = p.d;
+  r.ldd = p.ldd;
+  r.out_f32 = p.d_dtype == DType::kFP32;
+  return CudaStatus(static_cast<cudaError_t>(LaunchSplitReduce(r, stream)),
+                    "sm100 split-K reduction");
+}
+
+absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t stream,
+                         const DeviceInfo& dev, const Scratch& scratch = {}) {
+  const bool swap_ab = p.m <= kSmallM;
+  const VariantKey key = KeyOf(p, swap_ab);
+  KernelParams params{};
   params.shape = ShapeOf(p, swap_ab);
   params.group_maps = nullptr;
   params.group_shapes = nullptr;
@@ -228,6 +279,21 @@ absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t 
                                 : Sched<256>::TotalTiles(&params.shape, params.num_problems, true);
   absl::StatusOr<int> clusters = NumClusters(key, dev, tiles);
   if (!clusters.ok()) return clusters.status();
+  if (swap_ab && bs.batch == 1 && reinterpret_cast<uintptr_t>(scratch.ptr) % 16 == 0) {
+    // Decode: too few N tiles to occupy the GPU; split K across the idle clusters.
+    absl::StatusOr<int> all = NumClusters(key, dev, INT32_MAX);
+    if (!all.ok()) return all.status();
+    const int32_t k_blocks = static_cast<int32_t>((p.k + 63) / 64);
+    const int32_t splits = ChooseKSplits(tiles, *all, k_blocks,
+                                         scratch.ptr ? MaxSplitsFor(scratch.bytes, p.m, p.n) : 0);
+    if (splits > 1) {
+      return LaunchSplitK(p, splits, static_cast<int>(std::min<int64_t>(*all, tiles * splits)),
+                          scratch, stream);
+    }
+  }
+  absl::StatusOr<ProblemMaps> maps = BuildMaps(p, bs, key);
+  if (!maps.ok()) return maps.status();
+  params.maps = *maps;
   return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, *clusters, stream)),
                     "sm100 kernel launch");
 }
@@ -246,7 +312,7 @@ std::size_t GroupMapsBytes(std::size_t n) {
 
 }  // namespace
 
-absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions&) {
+absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
   absl::StatusOr<DeviceInfo> dev = QueryDevice();
   if (!dev.ok()) return dev.status();
   const Problem& p = args.problem;
@@ -265,7 +331,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
        (!needs_c || TmaStride(args.stride_c, es)));
   if (one_launch) {
     BatchStrides bs{args.batch, args.stride_a, args.stride_b, args.stride_c, args.stride_d};
-    return LaunchBatch(p, bs, stream, *dev);
+    return LaunchBatch(p, bs, stream, *dev, Scratch{opts.workspace, opts.workspace_bytes});
   }
   // Strides TMA cannot express (a broadcast operand with stride 0): one launch per entry, as
   // long as every entry stays 16-byte aligned.
@@ -341,7 +407,12 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
                     "sm100 grouped kernel launch");
 }
 
-std::size_t WorkspaceBytes(const StridedBatch&) { return 0; }
+std::size_t WorkspaceBytes(const StridedBatch& args) {
+  // Split-K partials of the small-M kernel (single problems only).
+  const Problem& p = args.problem;
+  if (args.batch != 1 || p.m > kSmallM || p.m <= 0 || p.n <= 0) return 0;
+  return static_cast<std::size_t>(SplitWorkspaceBytes(p.m, p.n));
+}
 
 std::size_t WorkspaceBytes(std::span<const Problem> group) {
   if (group.empty()) return 0;

@@ -137,8 +137,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   ptx::Tcgen05FenceAfterThreadSync();
   const uint32_t tmem_base = *reinterpret_cast<volatile uint32_t*>(base_ptr + Cfg::kTmemSlotOffset);
 
-  TileScheduler<Cfg::kClusterBlockX, Cfg::kClusterBlockY, Cfg::kBlockK> sched(
-      shapes, p.num_problems, !grouped, p.group_x, ClusterIdOf(blockIdx.x), gridDim.x / 2);
+  using Sched = TileScheduler<Cfg::kClusterBlockX, Cfg::kClusterBlockY, Cfg::kBlockK>;
+  Sched sched(shapes, p.num_problems, !grouped, p.group_x, ClusterIdOf(blockIdx.x), gridDim.x / 2);
   WorkTile tile;
 
   if (warp == kProducerWarp) {
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
           ptx::MbarrierWait(empty_bar(st.index), st.ProducerParity());
           const uint32_t leader_full = ptx::MapaShared(full_bar(st.index), 0);
           ptx::MbarrierArriveExpectTxCluster(leader_full, Cfg::kStageBytes);
-          const int32_t k0 = kb * Cfg::kBlockK;
+          const int32_t k0 = (tile.k_block_begin + kb) * Cfg::kBlockK;
           LoadOperand<kXMn, Cfg::kRowsX>(base + Cfg::kXOffset + st.index * Cfg::kXStageBytes,
                                          &maps->x, x0, k0, batch, leader_full);
           LoadOperand<kYMn, Cfg::kRowsY>(base + Cfg::kYOffset + st.index * Cfg::kYStageBytes,
@@ -223,6 +223,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       const float beta = shape.beta;
       const bool has_c = beta != 0.0f;
       const int32_t batch = grouped ? 0 : tile.problem;
+      // Split-K partials go to slice (problem * splits + split) of the FP32 workspace map.
+      const int32_t store_batch = grouped ? 0 : tile.problem * Sched::SplitsOf(shape) + tile.split;
       const int32_t x_row0 = tile.block_x * Cfg::kClusterBlockX + rank * Cfg::kRowsX + 32 * ew;
       const int32_t y_col0 = tile.block_y * Cfg::kClusterBlockY;
 
@@ -325,7 +327,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
         ptx::FenceProxyAsyncShared();
         __syncwarp();
         if (lane == 0) {
-          ptx::TmaStore3d(&maps->d, stage_addr, c0, c1, batch);
+          ptx::TmaStore3d(&maps->d, stage_addr, c0, c1, store_batch);
           ptx::BulkCommitGroup();
         }
         buf ^= 1u;

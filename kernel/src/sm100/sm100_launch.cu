@@ -1,8 +1,11 @@
 // Host launch of the SM100 kernel variants (the only translation unit with device code of the
 // SM100 kernel; compiled for sm_100a only). Explicitly instantiates the shipped variants:
 // wide 256x256 tiles (B as [N,K] or [K,N]) and the small-M swap-AB 256x128 tiles, each with
-// BF16 or FP32 output. Knows nothing of absl, gRPC or protobuf.
+// BF16 or FP32 output, plus the split-K reduction. Knows nothing of absl, gRPC or protobuf.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include "sm100/sm100_kernel.cuh"
 #include "sm100/sm100_params.h"
@@ -55,7 +58,35 @@ void FillLaunchConfig(cudaLaunchConfig_t* cfg, cudaLaunchAttribute* attr, int nu
   cfg->numAttrs = 1;
 }
 
+// d = alpha * sum(partials) + beta * c, elementwise (grid-stride).
+template <typename OutT>
+__global__ void SplitReduceKernel(SplitReduceArgs a) {
+  const int64_t total = static_cast<int64_t>(a.m) * a.n;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t r = i / a.n, col = i % a.n;
+    float acc = 0.0f;
+    for (int32_t s = 0; s < a.splits; ++s) acc += a.partials[s * a.slice_elems + r * a.ldw + col];
+    float v = a.alpha * acc;
+    const OutT* c = static_cast<const OutT*>(a.c);
+    if (c != nullptr && a.beta != 0.0f) v += a.beta * static_cast<float>(c[r * a.ldc + col]);
+    static_cast<OutT*>(a.d)[r * a.ldd + col] = static_cast<OutT>(v);
+  }
+}
+
 }  // namespace
+
+int LaunchSplitReduce(const SplitReduceArgs& args, CUstream_st* stream) {
+  const int64_t total = static_cast<int64_t>(args.m) * args.n;
+  const int threads = 256;
+  const int blocks = static_cast<int>(std::min<int64_t>((total + threads - 1) / threads, 4096));
+  if (args.out_f32) {
+    SplitReduceKernel<float><<<blocks, threads, 0, stream>>>(args);
+  } else {
+    SplitReduceKernel<__nv_bfloat16><<<blocks, threads, 0, stream>>>(args);
+  }
+  return static_cast<int>(cudaGetLastError());
+}
 
 uint32_t SmemBytes(const VariantKey& key) {
   return static_cast<uint32_t>(

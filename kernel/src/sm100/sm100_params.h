@@ -45,6 +45,24 @@ uint32_t SmemBytes(const VariantKey& key);
 int LaunchVariant(const VariantKey& key, const KernelParams& params, int num_clusters,
                   CUstream_st* stream);
 
+// Final pass of split-K: d = alpha * sum of `splits` FP32 partials [m, n] (pitch ldw, slices
+// slice_elems apart) + beta * c, in d's dtype (c may be null).
+struct SplitReduceArgs {
+  const float* partials = nullptr;
+  int32_t splits = 1, m = 0, n = 0;
+  int64_t ldw = 0;
+  int64_t slice_elems = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  const void* c = nullptr;
+  int64_t ldc = 0;
+  void* d = nullptr;
+  int64_t ldd = 0;
+  bool out_f32 = false;
+};
+
+// Enqueues the split-K reduction on `stream`; returns the CUDA runtime error code.
+int LaunchSplitReduce(const SplitReduceArgs& args, CUstream_st* stream);
+
 // Number of 2-CTA clusters of the variant that can be co-resident on the current device (0 when
 // it cannot be queried).
 int MaxActiveClusters(const VariantKey& key);

@@ -19,15 +19,18 @@ struct ProblemShape {
   int32_t k = 0;
   float alpha = 1.0f;
   float beta = 0.0f;
-  int32_t reserved = 0;
+  int32_t k_splits = 1;  // split-K: work units per tile, each a contiguous range of K blocks
 };
 
-// One unit of work: output tile (block_x, block_y) of problem `problem`.
+// One unit of work: K blocks [k_block_begin, k_block_begin + num_k_blocks) of output tile
+// (block_x, block_y) of problem `problem`; `split` numbers the K range (0 without split-K).
 struct WorkTile {
   int32_t problem = 0;
   int32_t block_x = 0;
   int32_t block_y = 0;
   int32_t num_k_blocks = 0;
+  int32_t k_block_begin = 0;
+  int32_t split = 0;
 };
 
 // Cluster id of a CTA in a 1-D grid of 2-CTA clusters: both CTAs of a pair get the same id.
@@ -52,9 +55,17 @@ class TileScheduler {
     if (!uniform_ && num_problems_ > 0) cur_tiles_ = TilesOf(shapes_[0]);
   }
 
-  // Number of tiles of one problem.
+  // Split-K factor actually used: between 1 and the number of K blocks.
+  SM100_HD static int32_t SplitsOf(const ProblemShape& s) {
+    const int32_t blocks = CeilDiv(s.k, kBlockK);
+    const int32_t splits = s.k_splits < 1 ? 1 : s.k_splits;
+    return splits < blocks ? splits : (blocks < 1 ? 1 : blocks);
+  }
+
+  // Number of work units (tiles x K splits) of one problem.
   SM100_HD static int64_t TilesOf(const ProblemShape& s) {
-    return static_cast<int64_t>(CeilDiv(s.rows_x, kBlockX)) * CeilDiv(s.rows_y, kBlockY);
+    return static_cast<int64_t>(CeilDiv(s.rows_x, kBlockX)) * CeilDiv(s.rows_y, kBlockY) *
+           SplitsOf(s);
   }
 
   // Total tiles over all problems (host-side sizing of the grid).
@@ -91,6 +102,16 @@ class TileScheduler {
       local = linear - cur_start_;
     }
     const ProblemShape& s = shapes_[uniform_ ? 0 : problem];
+    // Split-K: the K range is the slowest-varying index of a problem's work units.
+    const int32_t splits = SplitsOf(s);
+    const int64_t tiles_2d = TilesOf(s) / splits;
+    const int32_t split = static_cast<int32_t>(local / tiles_2d);
+    local -= split * tiles_2d;
+    const int32_t blocks_k = CeilDiv(s.k, kBlockK);
+    const int32_t per_split = blocks_k / splits, extra = blocks_k % splits;
+    tile->split = split;
+    tile->k_block_begin = split * per_split + (split < extra ? split : extra);
+    tile->num_k_blocks = per_split + (split < extra ? 1 : 0);
     const int32_t blocks_x = CeilDiv(s.rows_x, kBlockX);
     // Grouped L2 order: a group of group_x X-blocks walks Y column by column, so consecutive
     // clusters share the same Y block (operand Y stays hot in L2) and group_x X blocks.
@@ -102,7 +123,6 @@ class TileScheduler {
     tile->problem = problem;
     tile->block_x = first_x + in_group % group_size;
     tile->block_y = in_group / group_size;
-    tile->num_k_blocks = CeilDiv(s.k, kBlockK);
     return true;
   }
 
