@@ -392,6 +392,38 @@ TEST_F(EngineTest, ForcedSelfTestMismatchServesThroughCublasLt) {
   EXPECT_EQ(RunOne(h, r).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(EngineTest, MultiGpuReplicatedResidentRunsWhereRouted) {
+  if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  CudaBackendOptions o = FastOptions();
+  o.replicate_resident = true;
+  Harness h(o);
+  ASSERT_NE(h.backend, nullptr);
+  const int devices = static_cast<int>(h.backend->Devices().size());
+  const int64_t K = 512, N = 384;
+  std::string w = RandomBf16Bytes(N * K, gen_);
+  auto m = Register(*h.backend, "w-rep", N, K, core::BLayout::kNK, w);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(static_cast<int>((*m)->desc().devices.size()), devices);
+  std::vector<Outcome> outs(devices);
+  std::vector<HostOperands> ops(devices);
+  std::vector<core::Problem> probs;
+  for (int d = 0; d < devices; ++d) {
+    core::GemmRequest r;
+    core::Problem p = MakeProblem(48, N, K, core::BLayout::kNK, core::DType::kBF16);
+    p.b_resident = *m;
+    FillRandom(p, ops[d], gen_, false);
+    r.problems = {p};
+    probs.push_back(p);
+    h.source.Push(MakeBatch({MakeItem(r, &outs[d])}), d);
+  }
+  for (int d = 0; d < devices; ++d) {
+    ASSERT_TRUE(outs[d].done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(outs[d].result.ok()) << outs[d].result.status();
+    EXPECT_EQ(outs[d].result->timing.device, d);
+    EXPECT_LE(CheckEntry(probs[d], outs[d].result->outputs[0], 0, w), 8e-3);
+  }
+}
+
 TEST(EngineNoGpuTest, CreateFailsCleanlyWithoutGpu) {
   if (CudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is present";
   EXPECT_EQ(CreateCudaBackend({}).status().code(), absl::StatusCode::kFailedPrecondition);
