@@ -240,7 +240,9 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
   // small-M kernel called directly.
   std::function<absl::Status(int)> ours;
   LaunchOptions ours_opts{.kind = KernelKind::kSm90};
-  const bool direct = opts_.direct_small_m && kernel::sm90::UseSmallM(args[0], sm_count_);
+  // --direct runs the small-M kernel for every M it accepts (<= 128), not only where the
+  // dispatch would pick it.
+  const bool direct = opts_.direct_small_m && s.m <= 128;
   kernel::sm90::SmallMPlan plan;
   std::size_t ws_ours = 0;
   if (direct) {
@@ -256,7 +258,7 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
     row.ours = "sm90_wgmma_direct";
     row.ctas = 0;
   }
-  if (!opts_.sm90_main && kernel::sm90::UseSmallM(args[0], sm_count_)) {
+  if (!opts_.sm90_main && (direct || kernel::sm90::UseSmallM(args[0], sm_count_))) {
     row.ctas = kernel::sm90::PlanSmallM(args[0], sm_count_, direct ? opts_.force_ctas : 0).ctas;
   }
   void* ws = nullptr;

@@ -21,7 +21,7 @@
 namespace gemm::kernel::sm90 {
 
 // Largest M the dispatch sends to the small-M kernel (SmallMGemm itself accepts M <= 128).
-inline constexpr int64_t kSmallMMaxRows = 32;
+inline constexpr int64_t kSmallMMaxRows = 64;
 
 // True when the small-M kernel should run `args` (1 <= M <= kSmallMMaxRows).
 bool UseSmallM(const StridedBatch& args, int sm_count);

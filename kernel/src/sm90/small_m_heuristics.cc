@@ -10,17 +10,17 @@ namespace {
 
 constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// NOTE: one CTA per SM: with (stages - 1) x 16 KB of B in flight a CTA keeps its SM's share of
-// HBM bandwidth busy, and fewer CTAs mean fewer shared tiles (partials, fixup work). Measured on
-// H200: 1 CTA/SM matched or beat 2 CTAs/SM on the decode set (see docs/PERF.md).
-constexpr int64_t kCtasPerSm = 1;
+// NOTE: CTAs per SM, measured on H200 (decode set, docs/PERF.md): with a 16-row activation
+// tile one CTA per SM streams B fastest (fewer shared tiles); taller tiles are bound by MMA
+// issue latency and gain from a second CTA per SM (M = 32: up to 15%, M = 64: up to 12%).
+constexpr int64_t CtasPerSm(int m_tile) { return m_tile <= 16 ? 1 : 2; }
 // Fewest K blocks per CTA before it pays to use fewer CTAs.
 constexpr int64_t kMinItersPerCta = 4;
 
 }  // namespace
 
-// NOTE: measured on H200 (docs/PERF.md): for M = 64 and 128 the WGMMA kernel beats this
-// mma.sync kernel (whose MMA issue rate, not HBM, limits it there); for M <= 32 this one wins.
+// NOTE: measured on H200 (docs/PERF.md): at M = 128 the WGMMA kernel beats this mma.sync
+// kernel (whose MMA issue rate, not HBM, limits it there); up to M = 64 this one wins.
 bool UseSmallM(const StridedBatch& args, int /*sm_count*/) {
   const Problem& p = args.problem;
   return p.m >= 1 && p.m <= kSmallMMaxRows && p.n >= 1 && p.k >= 1;
@@ -38,7 +38,7 @@ SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas
   if (force_ctas > 0) {
     ctas = force_ctas;
   } else {
-    ctas = std::max<int64_t>(sm_count, 1) * kCtasPerSm;
+    ctas = std::max<int64_t>(sm_count, 1) * CtasPerSm(plan.m_tile);
     // Small problems: keep a few K blocks per CTA, but never fewer CTAs than tiles.
     ctas =
         std::min(ctas, std::max(CeilDiv(plan.total_iters, kMinItersPerCta), batch * plan.n_tiles));
