@@ -13,7 +13,7 @@ struct TileConfig {
   int block_k = 64;   // K per pipeline stage (one 128-byte swizzle atom of BF16)
   int stages = 4;     // depth of the TMA -> WGMMA shared-memory pipeline
   int cluster_m = 2;  // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
-  int group_m = 8;    // L2 grouping: clusters along M visited before moving along N
+  int group_m = 16;   // L2 grouping: clusters along M visited before moving along N
 };
 
 // Shape facts the choice depends on.

@@ -11,6 +11,8 @@ if(GEMM_HAVE_CUDA)
                                   ${CMAKE_CURRENT_LIST_DIR}/kernel_sm90_perf_test.cc
                                   ${CMAKE_CURRENT_LIST_DIR}/kernel_test_device.cu)
   set_target_properties(kernel_gpu_tests PROPERTIES CUDA_ARCHITECTURES "90a;100a")
+  # The timing experiments use the SM90 tuning hook (kernel/src/sm90/sm90_gemm.h).
+  target_include_directories(kernel_gpu_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../../kernel/src)
   target_link_libraries(kernel_gpu_tests PRIVATE gemm_kernel CUDA::cudart absl::strings
                                                  GTest::gtest_main)
   gtest_discover_tests(kernel_gpu_tests DISCOVERY_MODE PRE_TEST)

@@ -22,7 +22,7 @@ TEST(HeuristicsSm90, SharedMemoryFitsTheDevice) {
   }
 }
 
-TEST(HeuristicsSm90, LargeSquareUsesWideTilesAndClusters) {
+TEST(HeuristicsSm90, LargeSquareUsesWideTiles) {
   ShapeQuery q;
   q.m = q.n = q.k = 8192;
   const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);

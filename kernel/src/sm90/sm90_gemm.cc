@@ -62,6 +62,23 @@ absl::Status Encode3d(CUtensorMap* map, CUtensorMapDataType type, const void* pt
                   "cuTensorMapEncodeTiled");
 }
 
+std::mutex g_override_mu;
+TuningOverride g_override;  // all zero: no override
+std::atomic<bool> g_have_override{false};
+thread_local std::string t_last_launch;
+
+TileConfig ApplyOverride(TileConfig cfg, int* debug_flags) {
+  *debug_flags = 0;
+  if (!g_have_override.load(std::memory_order_relaxed)) return cfg;
+  std::lock_guard<std::mutex> lock(g_override_mu);
+  if (g_override.block_n > 0) cfg.block_n = g_override.block_n;
+  if (g_override.stages > 0) cfg.stages = g_override.stages;
+  if (g_override.cluster_m > 0) cfg.cluster_m = g_override.cluster_m;
+  if (g_override.group_m > 0) cfg.group_m = g_override.group_m;
+  *debug_flags = g_override.debug_flags;
+  return cfg;
+}
+
 struct DeviceLimits {
   int sm_count = 0;
   int smem_optin = 0;
@@ -143,9 +160,12 @@ template <int P>
 cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DType d, BLayout layout,
                       int sm_count, cudaStream_t stream) {
   const bool f32 = d == DType::kFP32, kn = layout == BLayout::kKN;
-#define GEMM_SM90_CASE(BN, F32, KN)                \
-  if (cfg.block_n == BN && f32 == F32 && kn == KN) \
-    return LaunchSm90<BN, F32, KN, P>(params, sm_count, stream);
+  int grid = 0;
+  cudaError_t err = cudaErrorInvalidConfiguration;
+#define GEMM_SM90_CASE(BN, F32, KN)                                    \
+  if (cfg.block_n == BN && f32 == F32 && kn == KN) {                   \
+    err = LaunchSm90<BN, F32, KN, P>(params, sm_count, stream, &grid); \
+  }
   GEMM_SM90_CASE(256, false, false)
   GEMM_SM90_CASE(256, false, true)
   GEMM_SM90_CASE(256, true, false)
@@ -155,7 +175,10 @@ cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DTyp
   GEMM_SM90_CASE(128, true, false)
   GEMM_SM90_CASE(128, true, true)
 #undef GEMM_SM90_CASE
-  return cudaErrorInvalidConfiguration;
+  t_last_launch =
+      absl::StrCat("block_n=", cfg.block_n, " stages=", cfg.stages, " cluster_m=", cfg.cluster_m,
+                   " group_m=", cfg.group_m, " grid=", grid);
+  return err;
 }
 
 template <int P>
@@ -169,6 +192,12 @@ void FinishParams(const TileConfig& cfg, int num_problems, KernelParams<P>* para
   params->group_m = cfg.group_m;
   params->stages = cfg.stages;
   params->cluster_m = cfg.cluster_m;
+}
+
+// Shared-memory sanity of an overridden configuration.
+bool ConfigFits(const TileConfig& cfg, bool f32, int smem_optin) {
+  return (cfg.block_n == 128 || cfg.block_n == 256) && (cfg.cluster_m == 1 || cfg.cluster_m == 2) &&
+         cfg.stages >= 2 && SharedMemoryBytes(cfg, f32) <= smem_optin;
 }
 
 }  // namespace
@@ -192,6 +221,20 @@ bool Supports(std::span<const Problem> group) {
   return true;
 }
 
+void SetTuningOverride(const TuningOverride& o) {
+  std::lock_guard<std::mutex> lock(g_override_mu);
+  g_override = o;
+  g_have_override.store(true, std::memory_order_relaxed);
+}
+
+void ClearTuningOverride() {
+  std::lock_guard<std::mutex> lock(g_override_mu);
+  g_override = TuningOverride{};
+  g_have_override.store(false, std::memory_order_relaxed);
+}
+
+std::string LastLaunchDescription() { return t_last_launch; }
+
 std::size_t WorkspaceBytes(const StridedBatch&) { return 0; }
 std::size_t WorkspaceBytes(std::span<const Problem>) { return 0; }
 
@@ -201,8 +244,14 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   const Problem& p = args.problem;
   ShapeQuery q;
   q.m = p.m, q.n = p.n, q.k = p.k, q.batch = args.batch, q.fp32_out = p.d_dtype == DType::kFP32;
-  const TileConfig cfg = ChooseConfig(q, limits->sm_count, limits->smem_optin);
+  int debug_flags = 0;
+  const TileConfig cfg =
+      ApplyOverride(ChooseConfig(q, limits->sm_count, limits->smem_optin), &debug_flags);
+  if (!ConfigFits(cfg, q.fp32_out, limits->smem_optin)) {
+    return absl::InvalidArgumentError("sm90: tuning override does not fit");
+  }
   KernelParams<1> params{};
+  params.debug_flags = debug_flags;
   GEMM_RETURN_IF_ERROR(BuildProblem(p, args.batch, args.stride_a, args.stride_b, args.stride_c,
                                     args.stride_d, cfg, &params.tma[0], &params.problems[0]));
   FinishParams(cfg, 1, &params);
@@ -229,6 +278,11 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
     q.fp32_out = chunk[0].d_dtype == DType::kFP32;
     TileConfig cfg = ChooseConfig(q, limits->sm_count, limits->smem_optin);
     if (min_m <= 128) cfg.cluster_m = 1;  // half of every cluster would idle
+    int debug_flags = 0;
+    cfg = ApplyOverride(cfg, &debug_flags);
+    if (!ConfigFits(cfg, q.fp32_out, limits->smem_optin)) {
+      return absl::InvalidArgumentError("sm90: tuning override does not fit");
+    }
     // NOTE: ~28 KB; static thread-local storage rather than the stack.
     static thread_local KernelParams<kMaxGroupPerLaunch> params;
     params = {};
@@ -239,6 +293,7 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
       total += int64_t{params.problems[i].m_clusters} * params.problems[i].n_blocks;
     }
     FinishParams(cfg, static_cast<int>(count), &params);
+    params.debug_flags = debug_flags;
     params.total_tiles = total;
     GEMM_RETURN_IF_ERROR(CudaStatus(
         LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits->sm_count, stream),

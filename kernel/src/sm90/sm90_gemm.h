@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 
 #include "gemm/kernel.h"
+#include "heuristics_sm90.h"
 
 namespace gemm::kernel::sm90 {
 
@@ -24,5 +26,18 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
 // Workspace the calls above need, in bytes (none: descriptors travel as kernel parameters).
 std::size_t WorkspaceBytes(const StridedBatch& args);
 std::size_t WorkspaceBytes(std::span<const Problem> group);
+
+// Tuning hook for benchmarks and timing experiments: fields > 0 replace the heuristics' choice
+// (and debug_flags, see sm90_params.h, is passed to the kernel). Process-wide; not for
+// production paths. ClearTuningOverride() restores the heuristics.
+struct TuningOverride {
+  int block_n = 0, stages = 0, cluster_m = 0, group_m = 0;
+  int debug_flags = 0;
+};
+void SetTuningOverride(const TuningOverride& o);
+void ClearTuningOverride();
+
+// "block_n=256 stages=4 cluster_m=2 group_m=8 grid=132" for the last launch of this thread.
+std::string LastLaunchDescription();
 
 }  // namespace gemm::kernel::sm90

@@ -104,10 +104,29 @@ __global__ void __launch_bounds__(kThreads, 1)
         for (int kb = 0; kb < k_blocks; ++kb) {
           MbarWait(empty_bar(stage), phase ^ 1);
           const uint32_t full = full_bar(stage);
+          if (params.debug_flags & kDebugNoLoads) {
+            MbarArrive(full);
+            if (++stage == stages) {
+              stage = 0;
+              phase ^= 1;
+            }
+            continue;
+          }
           MbarArriveExpectTx(full, kABytes + kBBytes);
           TmaLoad3d(tma_a, s_a + stage * kABytes, full, kb * kBlockK, m0, tc.batch);
           const uint32_t b_dst = s_b + stage * kBBytes;
-          if constexpr (kBKN) {
+          if (cs > 1 && (params.debug_flags & kDebugNoMulticast)) {
+            if constexpr (kBKN) {
+              for (int j = 0; j < BN / 64; ++j) {
+                TmaLoad3d(tma_b, b_dst + j * 64 * 128, full, n0 + j * 64, kb * kBlockK, tc.batch);
+              }
+            } else {
+              for (int h = 0; h < cs; ++h) {
+                TmaLoad3d(tma_b, b_dst + h * (BN / cs) * 128, full, kb * kBlockK,
+                          n0 + h * (BN / cs), tc.batch);
+              }
+            }
+          } else if constexpr (kBKN) {
             // B [K,N]: 64-column (128-byte) boxes of 64 K rows, one 8 KB block each.
             const int per_cta = (BN / 64) / cs;
             for (int j = static_cast<int>(rank) * per_cta;
@@ -197,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
       // ---------------- epilogue ----------------
       const int m_base = (tc.m_cluster * cs + static_cast<int>(rank)) * kBlockM + wgi * 64;
-      if (m_base < pp.m) {
+      if (m_base < pp.m && !(params.debug_flags & kDebugSkipEpilogue)) {
         const int n_base = tc.n_block * BN;
         constexpr int kCW = kF32Out ? 32 : 64;  // columns per 128-byte staging row
         constexpr int kChunks = BN / kCW;

@@ -12,7 +12,8 @@
 namespace gemm::kernel::sm90 {
 
 template <int BN, bool kF32Out, bool kBKN, int P>
-cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t stream) {
+cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t stream,
+                       int* grid_out) {
   auto* kernel = &Sm90GemmKernel<BN, kF32Out, kBKN, P>;
   const int smem = SmemBytes(BN, params.stages);
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
@@ -56,6 +57,7 @@ cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t
   const int64_t clusters =
       std::max<int64_t>(1, std::min<int64_t>(params.total_tiles, max_clusters));
   cfg.gridDim = dim3(static_cast<unsigned>(clusters * cs), 1, 1);
+  if (grid_out != nullptr) *grid_out = static_cast<int>(clusters * cs);
   return cudaLaunchKernelEx(&cfg, kernel, params);
 }
 

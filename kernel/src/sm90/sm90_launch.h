@@ -12,6 +12,7 @@ namespace gemm::kernel::sm90 {
 // with one CTA per SM (grid capped by how many clusters fit). Sets the kernel's dynamic
 // shared-memory limit first. Returns the CUDA error of the attribute call or the launch.
 template <int BN, bool kF32Out, bool kBKN, int P>
-cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t stream);
+cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t stream,
+                       int* grid_out);
 
 }  // namespace gemm::kernel::sm90

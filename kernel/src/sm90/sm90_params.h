@@ -40,6 +40,12 @@ struct KernelParams {
   int32_t group_m;       // L2 grouping (scheduler.h)
   int32_t stages;        // pipeline depth (shared memory is sized by the host to match)
   int32_t cluster_m;     // 1 or 2 CTAs per cluster along M (B multicast)
+  int32_t debug_flags;   // kDebug* bits; 0 in production (timing experiments only)
 };
+
+// Timing-experiment switches (results are wrong with any of them set).
+inline constexpr int kDebugSkipEpilogue = 1;  // consumers store nothing
+inline constexpr int kDebugNoLoads = 2;       // producer signals slots without loading them
+inline constexpr int kDebugNoMulticast = 4;   // clusters load all of B per CTA (no multicast)
 
 }  // namespace gemm::kernel::sm90
