@@ -118,8 +118,11 @@ class CudaMatrixUpload final : public core::MatrixUpload {
     desc_.devices.clear();
     for (const auto& dev : devices_) {
       absl::Status st = CudaStatus(cudaSetDevice(dev->ordinal()), "cudaSetDevice");
-      absl::StatusOr<void*> p = st;
-      if (st.ok()) p = dev->pool().Allocate(desc_.rows * pitch, dev->upload_stream());
+      if (!st.ok()) {
+        undo();
+        return st;
+      }
+      absl::StatusOr<void*> p = dev->pool().Allocate(desc_.rows * pitch, dev->upload_stream());
       if (!p.ok()) {
         undo();
         return p.status();
