@@ -85,7 +85,7 @@ Result Measure(const std::vector<Shape>& group, BLayout layout, bool grouped) {
   for (int i = 0; i < sets; ++i) rot.push_back(MakeSet(group, layout, 1000 * i + 17));
   const std::size_t ws_bytes = std::size_t{32} << 20;
   DeviceBuffer ws(ws_bytes);
-  const int reps = std::clamp(static_cast<int>(2e12 / flops), 10, 200);
+  const int reps = std::clamp(static_cast<int>(2e13 / flops), 30, 300);
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
@@ -175,9 +175,28 @@ TEST(Sm90Perf, DISABLED_BatchedAndGrouped) {
                      nk[i % 3].second, 1});
   }
   Row("grouped 64 (M 64..4096)", group, BLayout::kNK, true, nullptr);
+  for (int type = 0; type < 3; ++type) {  // the same group split by (N, K) pair
+    std::vector<Shape> part;
+    for (int i = type; i < 64; i += 3) part.push_back(group[i]);
+    char label[64];
+    std::snprintf(label, sizeof(label), "grouped 64 part (N=%lld K=%lld)",
+                  static_cast<long long>(nk[type].first), static_cast<long long>(nk[type].second));
+    Row(label, part, BLayout::kNK, true, nullptr);
+  }
+  Row("grouped 64 first 32 (M<=448)", std::vector<Shape>(group.begin(), group.begin() + 32),
+      BLayout::kNK, true, nullptr);
+  Row("grouped 64 last 16", std::vector<Shape>(group.end() - 16, group.end()), BLayout::kNK, true,
+      nullptr);
   std::vector<Shape> small;
   for (int i = 0; i < 32; ++i) small.push_back({128 + 64 * (i % 8), 1024 + 512 * (i % 3), 1024, 1});
   Row("grouped 32 small", small, BLayout::kNK, true, nullptr);
+  Row("grouped 1 x 4096x8192x8192", {{4096, 8192, 8192, 1}}, BLayout::kNK, true, nullptr);
+  Row("plain    4096x8192x8192", {{4096, 8192, 8192, 1}}, BLayout::kNK, false, nullptr);
+  Row("grouped 8 x 1024x8192x8192", std::vector<Shape>(8, Shape{1024, 8192, 8192, 1}), BLayout::kNK,
+      true, nullptr);
+  std::vector<Shape> mixed;
+  for (int i = 0; i < 16; ++i) mixed.push_back({512 + 256 * (i % 4), 8192, 8192, 1});
+  Row("grouped 16 mixed M, 8192^2", mixed, BLayout::kNK, true, nullptr);
 }
 
 // Timing experiments: configurations forced through the SM90 tuning hook, and debug switches
@@ -200,10 +219,8 @@ TEST(Sm90Perf, DISABLED_Variants) {
       {"128/6/c1/g8", {128, 6, 1, 8, 0}},
       {"128/6/c1/g16", {128, 6, 1, 16, 0}},
   };
-  const Shape shapes[] = {{8192, 8192, 8192, 1},
-                          {512, 28672, 8192, 1},
-                          {2048, 8192, 28672, 1},
-                          {4096, 4096, 4096, 1}};
+  const Shape shapes[] = {
+      {8192, 8192, 8192, 1}, {512, 28672, 8192, 1}, {2048, 8192, 28672, 1}, {4096, 4096, 4096, 1}};
   for (const Shape& sh : shapes) {
     for (const V& v : variants) {
       sm90::SetTuningOverride(v.o);

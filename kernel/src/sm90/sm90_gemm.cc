@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cuda_status.h"
@@ -265,19 +266,35 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
                          const LaunchOptions&) {
   auto limits = Limits();
   if (!limits.ok()) return limits.status();
-  for (std::size_t first = 0; first < group.size(); first += kMaxGroupPerLaunch) {
-    const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, group.size() - first);
-    auto chunk = group.subspan(first, count);
+  // NOTE: members run in order of decreasing K (then N): the persistent CTAs take tiles round
+  // by round, and rounds of equal-cost tiles keep the CTAs that share a B panel in step, so the
+  // panel is read from HBM once. In list order, CTAs drifted apart and re-read B (measured on
+  // H200: a 64-problem group with K in {8192, 28672} ran at 0.59x a cuBLASLt loop).
+  std::vector<Problem> sorted(group.begin(), group.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Problem& x, const Problem& y) {
+    return x.k != y.k ? x.k > y.k : x.n > y.n;
+  });
+  for (std::size_t first = 0; first < sorted.size(); first += kMaxGroupPerLaunch) {
+    const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, sorted.size() - first);
+    std::span<const Problem> chunk(sorted.data() + first, count);
     ShapeQuery q;
-    int64_t tiles = 0, min_m = chunk[0].m;
+    int64_t tiles = 0;
+    double flops = 0, small_m_flops = 0;
     for (const Problem& p : chunk) {
       tiles += ((p.m + 127) / 128) * ((p.n + 127) / 128);
-      min_m = std::min(min_m, p.m);
+      const double f = static_cast<double>(p.m) * p.n * p.k;
+      flops += f;
+      if (p.m <= 128) small_m_flops += f;
     }
-    q.m = min_m, q.n = chunk[0].n, q.k = chunk[0].k, q.batch = 1, q.tiles_hint = tiles;
+    q.m = 256, q.n = chunk[0].n, q.k = chunk[0].k, q.batch = 1, q.tiles_hint = tiles;
     q.fp32_out = chunk[0].d_dtype == DType::kFP32;
     TileConfig cfg = ChooseConfig(q, limits->sm_count, limits->smem_optin);
-    if (min_m <= 128) cfg.cluster_m = 1;  // half of every cluster would idle
+    // A 2-CTA cluster idles half of itself on problems with M <= 128: only worth it when
+    // those carry little of the work.
+    if (small_m_flops > 0.25 * flops) {
+      cfg.cluster_m = 1;
+      cfg.group_m = 16;
+    }
     int debug_flags = 0;
     cfg = ApplyOverride(cfg, &debug_flags);
     if (!ConfigFits(cfg, q.fp32_out, limits->smem_optin)) {
