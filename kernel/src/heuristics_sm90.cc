@@ -24,7 +24,7 @@ double TileCost(const TileConfig& cfg) {
 int SharedMemoryBytes(const TileConfig& cfg, bool fp32_out) {
   (void)fp32_out;  // the epilogue stages 128-byte rows either way
   const int stage = (cfg.block_m + cfg.block_n) * cfg.block_k * 2;
-  const int epilogue = 2 /*warpgroups*/ * 2 /*buffers*/ * 64 /*rows*/ * 128 /*bytes*/;
+  const int epilogue = 8 /*consumer warps*/ * 2 /*buffers*/ * 16 /*rows*/ * 128 /*bytes*/;
   const int barriers = 2 * cfg.stages * 8;
   return cfg.stages * stage + epilogue + barriers + 1024 /*alignment slack*/;
 }

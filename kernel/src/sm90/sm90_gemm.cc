@@ -48,6 +48,9 @@ absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
 
 // 3D tiled tensor map {d0 (contiguous), d1, d2} with row pitch `pitch1` and batch pitch
 // `pitch2` in bytes, box {box0, box1, 1}, 128-byte swizzle, out-of-bounds elements read as 0.
+// L2 promotion of the operand maps; the tuning hook can change it (debug_flags bits 16/32).
+thread_local CUtensorMapL2promotion t_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+
 absl::Status Encode3d(CUtensorMap* map, CUtensorMapDataType type, const void* ptr, uint64_t d0,
                       uint64_t d1, uint64_t d2, uint64_t pitch1, uint64_t pitch2, uint32_t box0,
                       uint32_t box1) {
@@ -58,8 +61,8 @@ absl::Status Encode3d(CUtensorMap* map, CUtensorMapDataType type, const void* pt
   const cuuint32_t box[3] = {box0, box1, 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   return CuStatus((*fn)(map, type, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, t_promotion,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                   "cuTensorMapEncodeTiled");
 }
 
@@ -70,6 +73,7 @@ thread_local std::string t_last_launch;
 
 TileConfig ApplyOverride(TileConfig cfg, int* debug_flags) {
   *debug_flags = 0;
+  t_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   if (!g_have_override.load(std::memory_order_relaxed)) return cfg;
   std::lock_guard<std::mutex> lock(g_override_mu);
   if (g_override.block_n > 0) cfg.block_n = g_override.block_n;
@@ -77,6 +81,10 @@ TileConfig ApplyOverride(TileConfig cfg, int* debug_flags) {
   if (g_override.cluster_m > 0) cfg.cluster_m = g_override.cluster_m;
   if (g_override.group_m > 0) cfg.group_m = g_override.group_m;
   *debug_flags = g_override.debug_flags;
+  t_promotion = (*debug_flags & 16)   ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+                : (*debug_flags & 32) ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                      : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  *debug_flags &= 0xf;  // the rest are host-side switches
   return cfg;
 }
 
@@ -136,12 +144,12 @@ absl::Status BuildProblem(const Problem& p, int64_t batch, int64_t sa, int64_t s
                                   batch, p.ldb * 2, BatchPitch(batch, sb, b_rows, p.ldb, 2), 64,
                                   cfg.block_n / cfg.cluster_m));
   }
-  GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaD],
-                                p.d_dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                          : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                                p.d, p.n, p.m, batch, p.ldd * dsz,
-                                BatchPitch(batch, sd, p.m, p.ldd, dsz),
-                                static_cast<uint32_t>(128 / dsz), 64));
+  GEMM_RETURN_IF_ERROR(
+      Encode3d(&tma[kTmaD],
+               p.d_dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                         : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+               p.d, p.n, p.m, batch, p.ldd * dsz, BatchPitch(batch, sd, p.m, p.ldd, dsz),
+               static_cast<uint32_t>(128 / dsz), 16));  // one consumer warp's 16 rows
   const bool use_c = p.beta != 0.0f;
   out->c = use_c ? p.c : nullptr;
   out->ldc = use_c ? p.ldc : 0;

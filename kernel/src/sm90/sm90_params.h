@@ -16,7 +16,7 @@ inline constexpr int kMaxGroupPerLaunch = 64;
 // Tensor maps of one problem, in KernelParams::tma[3 * problem + kTma*].
 inline constexpr int kTmaA = 0;  // BF16 A as {K, M, batch}, box {64, 128, 1}, 128B swizzle
 inline constexpr int kTmaB = 1;  // BF16 B as {K, N, batch} (kNK) or {N, K, batch} (kKN)
-inline constexpr int kTmaD = 2;  // D as {N, M, batch}, box {128 bytes, 64, 1}, 128B swizzle
+inline constexpr int kTmaD = 2;  // D as {N, M, batch}, box {128 bytes, 16, 1}, 128B swizzle
 
 // One problem (all batch entries of a strided batch, or one member of a group).
 struct ProblemParams {
