@@ -13,8 +13,13 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // (tests/gpu/kernel_sm90_perf_test.cc, Sm90Perf.Variants): 128x256 tiles ran at ~700-740
 // TFLOPS and 128x128 ones at ~500-550, so the narrow tile is charged 1.3 half-tiles. The 2-CTA
 // multicast cluster measured equal or up to 1% faster (it halves B's L2 reads): 1% credit.
+// kTallTileCost: 256x128 relative to 128x256 (same MMA work and shared-memory footprint).
+// Measured within noise of 128x256 on H200 (Sm90Perf.Variants, 4 shapes); ties go to 128x256.
+constexpr double kTallTileCost = 1.0;
+
 double TileCost(const TileConfig& cfg) {
-  double cost = cfg.block_n == 256 ? 2.0 : 1.3;
+  double cost = cfg.block_m * cfg.block_n == 128 * 128 ? 1.3 : 2.0;
+  if (cfg.block_m == 256) cost *= kTallTileCost;
   if (cfg.cluster_m == 2) cost *= 0.99;
   return cost;
 }
@@ -29,8 +34,9 @@ int SharedMemoryBytes(const TileConfig& cfg, bool fp32_out) {
   return cfg.stages * stage + epilogue + barriers + 1024 /*alignment slack*/;
 }
 
-int MaxStages(int block_n, bool fp32_out, int smem_limit) {
+int MaxStages(int block_m, int block_n, bool fp32_out, int smem_limit) {
   TileConfig cfg;
+  cfg.block_m = block_m;
   cfg.block_n = block_n;
   int best = 2;
   for (int s = 2; s <= 8; ++s) {
@@ -48,19 +54,25 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   sm_count = std::max(sm_count, 2);
   TileConfig best;
   double best_time = -1.0;
-  for (int block_n : {256, 128}) {
+  // Candidates in order of preference on ties: 128x256, 256x128, 128x128.
+  constexpr int kTiles[3][2] = {{128, 256}, {256, 128}, {128, 128}};
+  for (const auto& tile : kTiles) {
+    const int block_m = tile[0], block_n = tile[1];
+    if (block_m == 256 && !q.allow_tall_tiles) continue;
     for (int cluster : {2, 1}) {
       TileConfig cfg;
+      cfg.block_m = block_m;
       cfg.block_n = block_n;
       cfg.cluster_m = cluster;
-      cfg.group_m = 16 / cluster;  // 16 M tiles per L2 group (best of 4..32 measured)
-      cfg.stages = MaxStages(block_n, q.fp32_out, smem_limit);
+      // 2048 rows (16 tiles of 128) per L2 group: the best of 4..32 measured.
+      cfg.group_m = std::max(1, 2048 / (block_m * cluster));
+      cfg.stages = MaxStages(block_m, block_n, q.fp32_out, smem_limit);
       const int64_t m_tiles = CeilDiv(q.m, cfg.block_m);
       if (cluster == 2 && m_tiles < 2 && q.tiles_hint == 0) continue;  // half the cluster idle
       int64_t cluster_tiles =
           CeilDiv(m_tiles, cluster) * CeilDiv(q.n, block_n) * std::max<int64_t>(q.batch, 1);
       if (q.tiles_hint > 0) {  // a group: approximate from its 128x128 tile count
-        cluster_tiles = CeilDiv(q.tiles_hint * 128, int64_t{block_n} * cluster);
+        cluster_tiles = CeilDiv(q.tiles_hint * 128 * 128, int64_t{block_m} * block_n * cluster);
       }
       const int64_t slots = sm_count / cluster;
       const double waves = static_cast<double>(CeilDiv(cluster_tiles, slots));

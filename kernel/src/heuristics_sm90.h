@@ -8,8 +8,8 @@ namespace gemm::kernel::sm90 {
 
 // One launch configuration of the SM90 kernel.
 struct TileConfig {
-  int block_m = 128;  // rows per CTA tile (two consumer warpgroups of 64 rows)
-  int block_n = 256;  // columns per CTA tile: 128 or 256
+  int block_m = 128;  // rows per CTA tile (two consumer warpgroups of block_m / 2 rows)
+  int block_n = 256;  // columns per CTA tile: 128x256, 256x128 or 128x128
   int block_k = 64;   // K per pipeline stage (one 128-byte swizzle atom of BF16)
   int stages = 4;     // depth of the TMA -> WGMMA shared-memory pipeline
   int cluster_m = 2;  // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
@@ -22,13 +22,14 @@ struct ShapeQuery {
   int64_t batch = 1;       // equal-shape batch entries (or the problems of a group)
   int64_t tiles_hint = 0;  // for groups: the sum over problems of 128x128 tiles; 0 otherwise
   bool fp32_out = false;
+  bool allow_tall_tiles = true;  // consider 256x128 tiles
 };
 
 // Bytes of shared memory one CTA of `cfg` needs (pipeline stages, epilogue staging, barriers).
 int SharedMemoryBytes(const TileConfig& cfg, bool fp32_out);
 
-// Deepest pipeline of `block_n` that fits `smem_limit` bytes (at least 2).
-int MaxStages(int block_n, bool fp32_out, int smem_limit);
+// Deepest pipeline of a block_m x block_n tile that fits `smem_limit` bytes (at least 2).
+int MaxStages(int block_m, int block_n, bool fp32_out, int smem_limit);
 
 // Number of CTA tiles a problem of `q` splits into under `cfg`.
 int64_t NumTiles(const ShapeQuery& q, const TileConfig& cfg);

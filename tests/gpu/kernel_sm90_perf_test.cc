@@ -207,15 +207,20 @@ TEST(Sm90Perf, DISABLED_Variants) {
     const char* name;
     sm90::TuningOverride o;
   };
+  auto ov = [](int bm, int bn, int cluster, int group, int flags) {
+    sm90::TuningOverride o;
+    o.block_m = bm, o.block_n = bn, o.cluster_m = cluster, o.group_m = group;
+    o.debug_flags = flags;
+    return o;
+  };
   const V variants[] = {
       {"heuristic", {}},
-      {"256/4/c2/g4", {256, 4, 2, 4, 0}},
-      {"256/4/c2/g8", {256, 4, 2, 8, 0}},
-      {"256/4/c2/g16", {256, 4, 2, 16, 0}},
-      {"256/4/c2/g8 L2promo none", {256, 4, 2, 8, 16}},
-      {"256/4/c2/g8 L2promo 128B", {256, 4, 2, 8, 32}},
-      {"256/4/c1/g16", {256, 4, 1, 16, 0}},
-      {"256/4/c2 no-epilogue", {256, 4, 2, 8, 1}},
+      {"128x256 c2 g8", ov(128, 256, 2, 8, 0)},
+      {"256x128 c2 g4", ov(256, 128, 2, 4, 0)},
+      {"256x128 c2 g8", ov(256, 128, 2, 8, 0)},
+      {"256x128 c1 g8", ov(256, 128, 1, 8, 0)},
+      {"128x256 c1 g16", ov(128, 256, 1, 16, 0)},
+      {"256x128 c2 no-epilogue", ov(256, 128, 2, 4, 1)},
   };
   const Shape shapes[] = {
       {8192, 8192, 8192, 1}, {512, 28672, 8192, 1}, {2048, 8192, 28672, 1}, {4096, 4096, 4096, 1}};

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "kernel_test_device.h"
 #include "kernel_test_util.h"
+#include "sm90/sm90_gemm.h"
 
 namespace gemm::kernel {
 namespace {
@@ -145,6 +146,31 @@ TEST(Sm90Small, EdgesAndPaths) {
       }
     }
   }
+}
+
+// Every tile shape and cluster size, forced through the tuning hook (the heuristics pick only
+// some of them for the shapes above).
+TEST(Sm90Small, EveryTileShape) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const int tiles[][2] = {{128, 256}, {256, 128}, {128, 128}};
+  const int64_t shapes[][3] = {{7, 129, 65}, {300, 264, 130}, {513, 520, 200}};
+  for (const auto& tile : tiles) {
+    for (int cluster : {1, 2}) {
+      sm90::TuningOverride o;
+      o.block_m = tile[0], o.block_n = tile[1], o.cluster_m = cluster;
+      sm90::SetTuningOverride(o);
+      for (const auto& s : shapes) {
+        for (BLayout layout : {BLayout::kNK, BLayout::kKN}) {
+          for (DType dtype : {DType::kBF16, DType::kFP32}) {
+            Case cs{s[0], s[1], s[2], 2, layout, dtype, 1.5f, dtype == DType::kFP32 ? 0.25f : 0.0f};
+            EXPECT_LE(Compare(cs), Tolerance(dtype))
+                << Name(cs) << " tile " << tile[0] << "x" << tile[1] << " cluster " << cluster;
+          }
+        }
+      }
+    }
+  }
+  sm90::ClearTuningOverride();
 }
 
 TEST(Sm90Batched, MatchesCublasLt) {

@@ -13,7 +13,7 @@ TEST(HeuristicsSm90, SharedMemoryFitsTheDevice) {
     for (bool f32 : {false, true}) {
       TileConfig cfg;
       cfg.block_n = bn;
-      cfg.stages = MaxStages(bn, f32, kSmemOptin);
+      cfg.stages = MaxStages(128, bn, f32, kSmemOptin);
       EXPECT_LE(SharedMemoryBytes(cfg, f32), kSmemOptin);
       EXPECT_GE(cfg.stages, bn == 256 ? 4 : 6);
       cfg.stages += 1;
@@ -26,7 +26,7 @@ TEST(HeuristicsSm90, LargeSquareUsesWideTiles) {
   ShapeQuery q;
   q.m = q.n = q.k = 8192;
   const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
-  EXPECT_EQ(cfg.block_n, 256);
+  EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 256);
   EXPECT_EQ(cfg.cluster_m, 2);
   EXPECT_EQ(cfg.stages, 4);
 }
@@ -41,7 +41,8 @@ TEST(HeuristicsSm90, NarrowTilesWhenWideOnesLeaveSmsIdle) {
   // 1024 x 1024: 8 x 4 = 32 wide tiles (a quarter of the SMs) vs 64 narrow ones.
   ShapeQuery q;
   q.m = 1024, q.n = 1024, q.k = 8192;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).block_n, 128);
+  const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 128);
 }
 
 TEST(HeuristicsSm90, TileCount) {
@@ -50,6 +51,12 @@ TEST(HeuristicsSm90, TileCount) {
   TileConfig cfg;
   cfg.block_n = 256;
   EXPECT_EQ(NumTiles(q, cfg), 2 * 2 * 3);
+}
+
+TEST(HeuristicsSm90, GroupsCanExcludeTallTiles) {
+  ShapeQuery q;
+  q.m = 4096, q.n = 4096, q.k = 4096, q.allow_tall_tiles = false;
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).block_m, 128);
 }
 
 }  // namespace

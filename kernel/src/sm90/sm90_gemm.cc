@@ -76,7 +76,10 @@ TileConfig ApplyOverride(TileConfig cfg, int* debug_flags) {
   t_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   if (!g_have_override.load(std::memory_order_relaxed)) return cfg;
   std::lock_guard<std::mutex> lock(g_override_mu);
+  if (g_override.block_m > 0) cfg.block_m = g_override.block_m;
   if (g_override.block_n > 0) cfg.block_n = g_override.block_n;
+  // A forced tile without forced stages gets the deepest pipeline that fits (set by the caller).
+  if (g_override.block_m > 0 || g_override.block_n > 0) cfg.stages = 0;
   if (g_override.stages > 0) cfg.stages = g_override.stages;
   if (g_override.cluster_m > 0) cfg.cluster_m = g_override.cluster_m;
   if (g_override.group_m > 0) cfg.group_m = g_override.group_m;
@@ -157,8 +160,8 @@ absl::Status BuildProblem(const Problem& p, int64_t batch, int64_t sa, int64_t s
   out->m = static_cast<int32_t>(p.m);
   out->n = static_cast<int32_t>(p.n);
   out->k = static_cast<int32_t>(p.k);
-  out->m_clusters = static_cast<int32_t>((p.m + int64_t{128} * cfg.cluster_m - 1) /
-                                         (int64_t{128} * cfg.cluster_m));
+  const int64_t cluster_rows = int64_t{cfg.block_m} * cfg.cluster_m;
+  out->m_clusters = static_cast<int32_t>((p.m + cluster_rows - 1) / cluster_rows);
   out->n_blocks = static_cast<int32_t>((p.n + cfg.block_n - 1) / cfg.block_n);
   out->alpha = p.alpha;
   out->beta = use_c ? p.beta : 0.0f;
@@ -171,22 +174,26 @@ cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DTyp
   const bool f32 = d == DType::kFP32, kn = layout == BLayout::kKN;
   int grid = 0;
   cudaError_t err = cudaErrorInvalidConfiguration;
-#define GEMM_SM90_CASE(BN, F32, KN)                                    \
-  if (cfg.block_n == BN && f32 == F32 && kn == KN) {                   \
-    err = LaunchSm90<BN, F32, KN, P>(params, sm_count, stream, &grid); \
+#define GEMM_SM90_CASE(BM, BN, F32, KN)                                    \
+  if (cfg.block_m == BM && cfg.block_n == BN && f32 == F32 && kn == KN) {  \
+    err = LaunchSm90<BM, BN, F32, KN, P>(params, sm_count, stream, &grid); \
   }
-  GEMM_SM90_CASE(256, false, false)
-  GEMM_SM90_CASE(256, false, true)
-  GEMM_SM90_CASE(256, true, false)
-  GEMM_SM90_CASE(256, true, true)
-  GEMM_SM90_CASE(128, false, false)
-  GEMM_SM90_CASE(128, false, true)
-  GEMM_SM90_CASE(128, true, false)
-  GEMM_SM90_CASE(128, true, true)
+  GEMM_SM90_CASE(128, 256, false, false)
+  GEMM_SM90_CASE(128, 256, false, true)
+  GEMM_SM90_CASE(128, 256, true, false)
+  GEMM_SM90_CASE(128, 256, true, true)
+  GEMM_SM90_CASE(256, 128, false, false)
+  GEMM_SM90_CASE(256, 128, false, true)
+  GEMM_SM90_CASE(256, 128, true, false)
+  GEMM_SM90_CASE(256, 128, true, true)
+  GEMM_SM90_CASE(128, 128, false, false)
+  GEMM_SM90_CASE(128, 128, false, true)
+  GEMM_SM90_CASE(128, 128, true, false)
+  GEMM_SM90_CASE(128, 128, true, true)
 #undef GEMM_SM90_CASE
   t_last_launch =
-      absl::StrCat("block_n=", cfg.block_n, " stages=", cfg.stages, " cluster_m=", cfg.cluster_m,
-                   " group_m=", cfg.group_m, " grid=", grid);
+      absl::StrCat("tile=", cfg.block_m, "x", cfg.block_n, " stages=", cfg.stages,
+                   " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m, " grid=", grid);
   return err;
 }
 
@@ -205,8 +212,10 @@ void FinishParams(const TileConfig& cfg, int num_problems, KernelParams<P>* para
 
 // Shared-memory sanity of an overridden configuration.
 bool ConfigFits(const TileConfig& cfg, bool f32, int smem_optin) {
-  return (cfg.block_n == 128 || cfg.block_n == 256) && (cfg.cluster_m == 1 || cfg.cluster_m == 2) &&
-         cfg.stages >= 2 && SharedMemoryBytes(cfg, f32) <= smem_optin;
+  const bool tile_ok = (cfg.block_m == 128 && (cfg.block_n == 128 || cfg.block_n == 256)) ||
+                       (cfg.block_m == 256 && cfg.block_n == 128);
+  return tile_ok && (cfg.cluster_m == 1 || cfg.cluster_m == 2) && cfg.stages >= 2 &&
+         SharedMemoryBytes(cfg, f32) <= smem_optin;
 }
 
 }  // namespace
@@ -254,8 +263,11 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   ShapeQuery q;
   q.m = p.m, q.n = p.n, q.k = p.k, q.batch = args.batch, q.fp32_out = p.d_dtype == DType::kFP32;
   int debug_flags = 0;
-  const TileConfig cfg =
+  TileConfig cfg =
       ApplyOverride(ChooseConfig(q, limits->sm_count, limits->smem_optin), &debug_flags);
+  if (cfg.stages <= 0) {
+    cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, limits->smem_optin);
+  }
   if (!ConfigFits(cfg, q.fp32_out, limits->smem_optin)) {
     return absl::InvalidArgumentError("sm90: tuning override does not fit");
   }
@@ -296,15 +308,19 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
     }
     q.m = 256, q.n = chunk[0].n, q.k = chunk[0].k, q.batch = 1, q.tiles_hint = tiles;
     q.fp32_out = chunk[0].d_dtype == DType::kFP32;
+    q.allow_tall_tiles = false;  // groups hold small-M members; 128-row tiles waste less
     TileConfig cfg = ChooseConfig(q, limits->sm_count, limits->smem_optin);
     // A 2-CTA cluster idles half of itself on problems with M <= 128: only worth it when
     // those carry little of the work.
     if (small_m_flops > 0.25 * flops) {
       cfg.cluster_m = 1;
-      cfg.group_m = 16;
+      cfg.group_m = 2048 / cfg.block_m;
     }
     int debug_flags = 0;
     cfg = ApplyOverride(cfg, &debug_flags);
+    if (cfg.stages <= 0) {
+      cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, limits->smem_optin);
+    }
     if (!ConfigFits(cfg, q.fp32_out, limits->smem_optin)) {
       return absl::InvalidArgumentError("sm90: tuning override does not fit");
     }

@@ -33,6 +33,7 @@ std::size_t WorkspaceBytes(std::span<const Problem> group);
 struct TuningOverride {
   int block_n = 0, stages = 0, cluster_m = 0, group_m = 0;
   int debug_flags = 0;
+  int block_m = 0;
 };
 void SetTuningOverride(const TuningOverride& o);
 void ClearTuningOverride();

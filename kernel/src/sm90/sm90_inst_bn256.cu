@@ -1,11 +1,12 @@
-// Explicit instantiations of the SM90 kernel with block_n = 256 (both output dtypes, both B
+// Explicit instantiations of the SM90 kernel with a 128x256 tile (both output dtypes, both B
 // layouts, single-problem and grouped parameter blocks).
 #include "sm90/sm90_launch.cuh"
 
 namespace gemm::kernel::sm90 {
 
-#define GEMM_SM90_INST(F32, KN, P) \
-  template cudaError_t LaunchSm90<256, F32, KN, P>(const KernelParams<P>&, int, cudaStream_t, int*);
+#define GEMM_SM90_INST(F32, KN, P)                                                                 \
+  template cudaError_t LaunchSm90<128, 256, F32, KN, P>(const KernelParams<P>&, int, cudaStream_t, \
+                                                        int*);
 GEMM_SM90_INST(false, false, 1)
 GEMM_SM90_INST(false, true, 1)
 GEMM_SM90_INST(true, false, 1)

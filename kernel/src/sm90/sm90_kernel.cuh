@@ -6,13 +6,13 @@
 //        shared-memory slots guarded by full/empty mbarriers; with a 2-CTA cluster each CTA
 //        loads half of the B tile and multicasts it to both (B is shared along M).
 //        setmaxnreg lowers it to 40 registers.
-//   WG1,2 consumers: each owns 64 rows x BN columns of the 128 x BN tile, issues
-//        wgmma.m64nBNk16 from shared-memory descriptors (B K-major, or N-major with the
-//        transpose bit), keeps one wgmma group in flight and frees a slot as soon as the wgmma
-//        that read it retired. setmaxnreg raises them to 232 registers (BN/2 accumulators).
-//        Epilogue: alpha/beta(C) in registers -> STSM (BF16) / st.shared (FP32) into a
-//        per-warp double-buffered 128B-swizzled 16-row staging tile -> TMA store (hardware
-//        clips M/N edges).
+//   WG1,2 consumers: each owns BM/2 rows x BN columns of the BM x BN tile (128x256, 256x128 or
+//        128x128), issues wgmma.m64nBNk16 (one per 64 rows) from shared-memory descriptors (B
+//        K-major, or N-major with the transpose bit), keeps one wgmma group in flight and frees a
+//        slot as soon as the wgmma that read it retired. setmaxnreg raises them to 232 registers
+//        (BN/2 accumulators). Epilogue: alpha/beta(C) in registers -> STSM (BF16) / st.shared
+//        (FP32) into a per-warp double-buffered 128B-swizzled 16-row staging tile -> TMA store
+//        (hardware clips M/N edges).
 // Edges: TMA zero-fills out-of-bounds loads (M, N and K tails), so any M, N, K >= 1 works.
 #pragma once
 
@@ -30,24 +30,26 @@
 
 namespace gemm::kernel::sm90 {
 
-inline constexpr int kBlockM = 128;
 inline constexpr int kBlockK = 64;
 inline constexpr int kThreads = 384;
 inline constexpr int kEpiBufBytes = 16 * 128;  // one warp's 16-row x 128-byte staging tile
 
 // Dynamic shared memory of one CTA (must match the device-side carve-up below).
-constexpr int SmemBytes(int block_n, int stages) {
-  return 1024 /*alignment slack*/ + stages * (kBlockM + block_n) * kBlockK * 2 + 16 * kEpiBufBytes +
+constexpr int SmemBytes(int block_m, int block_n, int stages) {
+  return 1024 /*alignment slack*/ + stages * (block_m + block_n) * kBlockK * 2 + 16 * kEpiBufBytes +
          2 * stages * 8;
 }
 
-template <int BN, bool kF32Out, bool kBKN, int P>
+template <int BM, int BN, bool kF32Out, bool kBKN, int P>
 __global__ void __launch_bounds__(kThreads, 1)
     Sm90GemmKernel(const __grid_constant__ KernelParams<P> params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace gemm::kernel::ptx;
-  static_assert(BN == 128 || BN == 256, "block_n is 128 or 256");
-  constexpr int kABytes = kBlockM * kBlockK * 2;
+  static_assert((BM == 128 && (BN == 128 || BN == 256)) || (BM == 256 && BN == 128),
+                "tiles: 128x128, 128x256, 256x128");
+  constexpr int kWgRows = BM / 2;        // rows per consumer warpgroup
+  constexpr int kHalves = kWgRows / 64;  // m64 wgmmas per consumer warpgroup and k16 step
+  constexpr int kABytes = BM * kBlockK * 2;
   constexpr int kBBytes = BN * kBlockK * 2;
   const int stages = params.stages;
   const int cs = params.cluster_m;
@@ -99,7 +101,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         const ProblemParams& pp = params.problems[tc.problem];
         const CUtensorMap* tma_a = &params.tma[3 * tc.problem + kTmaA];
         const CUtensorMap* tma_b = &params.tma[3 * tc.problem + kTmaB];
-        const int m0 = (tc.m_cluster * cs + static_cast<int>(rank)) * kBlockM;
+        const int m0 = (tc.m_cluster * cs + static_cast<int>(rank)) * BM;
         const int n0 = tc.n_block * BN;
         const int k_blocks = (pp.k + kBlockK - 1) / kBlockK;
         for (int kb = 0; kb < k_blocks; ++kb) {
@@ -114,7 +116,11 @@ __global__ void __launch_bounds__(kThreads, 1)
             continue;
           }
           MbarArriveExpectTx(full, kABytes + kBBytes);
-          TmaLoad3d(tma_a, s_a + stage * kABytes, full, kb * kBlockK, m0, tc.batch);
+#pragma unroll
+          for (int r = 0; r < BM / 128; ++r) {  // 128-row boxes of A
+            TmaLoad3d(tma_a, s_a + stage * kABytes + r * 128 * 128, full, kb * kBlockK,
+                      m0 + r * 128, tc.batch);
+          }
           const uint32_t b_dst = s_b + stage * kBBytes;
           if (cs > 1 && (params.debug_flags & kDebugNoMulticast)) {
             if constexpr (kBKN) {
@@ -164,9 +170,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int ltid = tid - wg * 128;
     const int warp = ltid / 32;
     const int lane = tid % 32;
-    float acc[BN / 2];
+    float acc[kHalves][BN / 2];
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) acc[i] = 0.0f;
+    for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) acc[h][i] = 0.0f;
+    }
     int stage = 0;
     uint32_t phase = 0;
     uint32_t epi_iter = 0;
@@ -192,17 +201,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kb = 0; kb < k_blocks; ++kb) {
         MbarWait(full_bar(stage), phase);
         WgmmaFence();
-        const uint32_t a_base = s_a + stage * kABytes + wgi * 64 * 128;
+        const uint32_t a_base = s_a + stage * kABytes + wgi * kWgRows * 128;
         const uint32_t b_base = s_b + stage * kBBytes;
 #pragma unroll
         for (int ks = 0; ks < kBlockK / 16; ++ks) {
-          // A: K-major, 16 K elements = 32 bytes inside the swizzle atom.
-          const uint64_t da = MakeSmemDescSw128(a_base + ks * 32, 16, 1024);
           // B: K-major like A, or N-major: 16 K rows = two 8-row groups of 1024 bytes, 64-column
           // chunks 8 KB apart.
           const uint64_t db = kBKN ? MakeSmemDescSw128(b_base + ks * 2048, 64 * 128, 1024)
                                    : MakeSmemDescSw128(b_base + ks * 32, 16, 1024);
-          WgmmaBf16<BN, kBKN ? 1 : 0>::Mma(acc, da, db, (kb | ks) != 0 ? 1u : 0u);
+#pragma unroll
+          for (int h = 0; h < kHalves; ++h) {
+            // A: K-major, 16 K elements = 32 bytes inside the swizzle atom.
+            const uint64_t da = MakeSmemDescSw128(a_base + h * 64 * 128 + ks * 32, 16, 1024);
+            WgmmaBf16<BN, kBKN ? 1 : 0>::Mma(acc[h], da, db, (kb | ks) != 0 ? 1u : 0u);
+          }
         }
         WgmmaCommit();
         if (kb > 0) {
@@ -219,105 +231,110 @@ __global__ void __launch_bounds__(kThreads, 1)
       release(prev_stage);
 
       // ---------------- epilogue ----------------
-      const int m_base = (tc.m_cluster * cs + static_cast<int>(rank)) * kBlockM + wgi * 64;
-      const int m_warp = m_base + warp * 16;
-      if (m_warp < pp.m && !(params.debug_flags & kDebugSkipEpilogue)) {
-        const int n_base = tc.n_block * BN;
-        constexpr int kCW = kF32Out ? 32 : 64;  // columns per 128-byte staging row
-        constexpr int kChunks = BN / kCW;
-        const bool use_c = pp.beta != 0.0f;
-        const float alpha = pp.alpha, beta = pp.beta;
-        const int row_lo = warp * 16 + lane / 4;  // and row_lo + 8
-        // C value at tile-local (r, col) and (r, col+1), zero outside the problem.
-        auto load_c2 = [&](int r, int col, float& c0, float& c1) {
-          c0 = c1 = 0.0f;
-          const int64_t gr = m_base + r, gc = n_base + col;
-          if (gr >= pp.m || gc >= pp.n) return;
-          const int64_t off = static_cast<int64_t>(tc.batch) * pp.stride_c + gr * pp.ldc + gc;
-          if constexpr (kF32Out) {
-            const float* cp = static_cast<const float*>(pp.c) + off;
-            if (gc + 1 < pp.n) {
-              const float2 v = *reinterpret_cast<const float2*>(cp);
-              c0 = v.x, c1 = v.y;
-            } else {
-              c0 = cp[0];
-            }
-          } else {
-            const __nv_bfloat16* cp = static_cast<const __nv_bfloat16*>(pp.c) + off;
-            if (gc + 1 < pp.n) {
-              const __nv_bfloat162 v = *reinterpret_cast<const __nv_bfloat162*>(cp);
-              c0 = __bfloat162float(v.x), c1 = __bfloat162float(v.y);
-            } else {
-              c0 = __bfloat162float(cp[0]);
-            }
-          }
-        };
+      const int m_wg = (tc.m_cluster * cs + static_cast<int>(rank)) * BM + wgi * kWgRows;
 #pragma unroll
-        for (int j = 0; j < kChunks; ++j) {
-          if (n_base + j * kCW < pp.n) {
-            const uint32_t buf = stg0 + (epi_iter & 1) * kEpiBufBytes;
-            if (lane == 0) BulkWaitGroupRead<1>();  // the store that last read `buf` is done
-            __syncwarp();
-            if constexpr (!kF32Out) {
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const int g = j * 8 + q * 2;  // two 8-column groups per stmatrix.x4
-                float v[8];
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                  v[e] = alpha * acc[g * 4 + e];
-                  v[4 + e] = alpha * acc[(g + 1) * 4 + e];
-                }
-                if (use_c) {
-                  float c[8];
-                  const int col = g * 8 + (lane % 4) * 2;
-                  load_c2(row_lo, col, c[0], c[1]);
-                  load_c2(row_lo + 8, col, c[2], c[3]);
-                  load_c2(row_lo, col + 8, c[4], c[5]);
-                  load_c2(row_lo + 8, col + 8, c[6], c[7]);
-#pragma unroll
-                  for (int e = 0; e < 8; ++e) v[e] += beta * c[e];
-                }
-                uint32_t r[4];
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                  __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
-                  r[e] = *reinterpret_cast<uint32_t*>(&h);
-                }
-                const int row = ((lane / 8) % 2) * 8 + lane % 8;
-                const int unit = q * 2 + lane / 16;
-                StMatrixX4(buf + row * 128 + ((unit ^ (row % 8)) * 16), r[0], r[1], r[2], r[3]);
+      for (int hh = 0; hh < kHalves; ++hh) {
+        const int m_base = m_wg + hh * 64;  // this m64 half's first row
+        const int m_warp = m_base + warp * 16;
+        if (m_warp < pp.m && !(params.debug_flags & kDebugSkipEpilogue)) {
+          const int n_base = tc.n_block * BN;
+          constexpr int kCW = kF32Out ? 32 : 64;  // columns per 128-byte staging row
+          constexpr int kChunks = BN / kCW;
+          const bool use_c = pp.beta != 0.0f;
+          const float alpha = pp.alpha, beta = pp.beta;
+          const int row_lo = warp * 16 + lane / 4;  // and row_lo + 8
+          // C value at tile-local (r, col) and (r, col+1), zero outside the problem.
+          auto load_c2 = [&](int r, int col, float& c0, float& c1) {
+            c0 = c1 = 0.0f;
+            const int64_t gr = m_base + r, gc = n_base + col;
+            if (gr >= pp.m || gc >= pp.n) return;
+            const int64_t off = static_cast<int64_t>(tc.batch) * pp.stride_c + gr * pp.ldc + gc;
+            if constexpr (kF32Out) {
+              const float* cp = static_cast<const float*>(pp.c) + off;
+              if (gc + 1 < pp.n) {
+                const float2 v = *reinterpret_cast<const float2*>(cp);
+                c0 = v.x, c1 = v.y;
+              } else {
+                c0 = cp[0];
               }
             } else {
+              const __nv_bfloat16* cp = static_cast<const __nv_bfloat16*>(pp.c) + off;
+              if (gc + 1 < pp.n) {
+                const __nv_bfloat162 v = *reinterpret_cast<const __nv_bfloat162*>(cp);
+                c0 = __bfloat162float(v.x), c1 = __bfloat162float(v.y);
+              } else {
+                c0 = __bfloat162float(cp[0]);
+              }
+            }
+          };
 #pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const int g = j * 4 + q;
+          for (int j = 0; j < kChunks; ++j) {
+            if (n_base + j * kCW < pp.n) {
+              const uint32_t buf = stg0 + (epi_iter & 1) * kEpiBufBytes;
+              if (lane == 0) BulkWaitGroupRead<1>();  // the store that last read `buf` is done
+              __syncwarp();
+              if constexpr (!kF32Out) {
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                  const int row = lane / 4 + h * 8;  // within the warp's 16 rows
-                  const int col_in = q * 8 + (lane % 4) * 2;
-                  float v0 = alpha * acc[g * 4 + h * 2], v1 = alpha * acc[g * 4 + h * 2 + 1];
-                  if (use_c) {
-                    float c0, c1;
-                    load_c2(row_lo + h * 8, j * kCW + col_in, c0, c1);
-                    v0 += beta * c0;
-                    v1 += beta * c1;
+                for (int q = 0; q < 4; ++q) {
+                  const int g = j * 8 + q * 2;  // two 8-column groups per stmatrix.x4
+                  float v[8];
+#pragma unroll
+                  for (int e = 0; e < 4; ++e) {
+                    v[e] = alpha * acc[hh][g * 4 + e];
+                    v[4 + e] = alpha * acc[hh][(g + 1) * 4 + e];
                   }
-                  const uint32_t addr =
-                      buf + row * 128 + (((col_in / 4) ^ (row % 8)) * 16) + (col_in % 4) * 4;
-                  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(v0), "f"(v1)
-                               : "memory");
+                  if (use_c) {
+                    float c[8];
+                    const int col = g * 8 + (lane % 4) * 2;
+                    load_c2(row_lo, col, c[0], c[1]);
+                    load_c2(row_lo + 8, col, c[2], c[3]);
+                    load_c2(row_lo, col + 8, c[4], c[5]);
+                    load_c2(row_lo + 8, col + 8, c[6], c[7]);
+#pragma unroll
+                    for (int e = 0; e < 8; ++e) v[e] += beta * c[e];
+                  }
+                  uint32_t r[4];
+#pragma unroll
+                  for (int e = 0; e < 4; ++e) {
+                    __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
+                    r[e] = *reinterpret_cast<uint32_t*>(&h);
+                  }
+                  const int row = ((lane / 8) % 2) * 8 + lane % 8;
+                  const int unit = q * 2 + lane / 16;
+                  StMatrixX4(buf + row * 128 + ((unit ^ (row % 8)) * 16), r[0], r[1], r[2], r[3]);
+                }
+              } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                  const int g = j * 4 + q;
+#pragma unroll
+                  for (int h = 0; h < 2; ++h) {
+                    const int row = lane / 4 + h * 8;  // within the warp's 16 rows
+                    const int col_in = q * 8 + (lane % 4) * 2;
+                    float v0 = alpha * acc[hh][g * 4 + h * 2],
+                          v1 = alpha * acc[hh][g * 4 + h * 2 + 1];
+                    if (use_c) {
+                      float c0, c1;
+                      load_c2(row_lo + h * 8, j * kCW + col_in, c0, c1);
+                      v0 += beta * c0;
+                      v1 += beta * c1;
+                    }
+                    const uint32_t addr =
+                        buf + row * 128 + (((col_in / 4) ^ (row % 8)) * 16) + (col_in % 4) * 4;
+                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(v0), "f"(v1)
+                                 : "memory");
+                  }
                 }
               }
+              FenceProxyAsyncShared();
+              __syncwarp();
+              if (lane == 0) {
+                TmaStore3d(&params.tma[3 * tc.problem + kTmaD], buf, n_base + j * kCW, m_warp,
+                           tc.batch);
+                BulkCommitGroup();
+              }
+              ++epi_iter;
             }
-            FenceProxyAsyncShared();
-            __syncwarp();
-            if (lane == 0) {
-              TmaStore3d(&params.tma[3 * tc.problem + kTmaD], buf, n_base + j * kCW, m_warp,
-                         tc.batch);
-              BulkCommitGroup();
-            }
-            ++epi_iter;
           }
         }
       }

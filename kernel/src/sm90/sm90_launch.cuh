@@ -11,11 +11,11 @@
 
 namespace gemm::kernel::sm90 {
 
-template <int BN, bool kF32Out, bool kBKN, int P>
+template <int BM, int BN, bool kF32Out, bool kBKN, int P>
 cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t stream,
                        int* grid_out) {
-  auto* kernel = &Sm90GemmKernel<BN, kF32Out, kBKN, P>;
-  const int smem = SmemBytes(BN, params.stages);
+  auto* kernel = &Sm90GemmKernel<BM, BN, kF32Out, kBKN, P>;
+  const int smem = SmemBytes(BM, BN, params.stages);
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
   const int cs = params.cluster_m;
