@@ -16,7 +16,7 @@ start_server() {  # start_server NAME FLAGS...
   local name=$1
   shift
   port=$((port + 1))
-  gemm_server --backend=cuda --host=127.0.0.1 --port=$port --metrics_port=$((port + 1000)) "$@" \
+  gemm_server --backend=cuda --host=127.0.0.1 --port=$port --metrics_port=${METRICS:-0} "$@" \
     >"$OUT/server-$name.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 300); do
@@ -26,9 +26,7 @@ start_server() {  # start_server NAME FLAGS...
   echo "server $name did not start"; cat "$OUT/server-$name.log"; return 1
 }
 
-stop_server() {
-  python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$((port + 1000))/metrics').read().decode())" \
-    >"$OUT/metrics-$1.txt" 2>/dev/null
+stop_server() {  # stop_server NAME
   kill -TERM $server_pid; wait $server_pid
 }
 
