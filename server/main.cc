@@ -133,7 +133,7 @@ int Run(const Options& o) {
   for (const auto& d : (*backend)->Describe().devices) {
     GEMM_LOG(INFO) << "device " << d.ordinal << ": " << d.name << ", serving kernel " << d.kernel;
   }
-  auto metrics = gemm::core::Metrics::Create(o.metrics_port);
+  auto metrics = gemm::core::Metrics::Create(o.metrics_port, o.host);
   if (!metrics.ok()) {
     GEMM_LOG(ERROR) << "metrics: " << metrics.status();
     return 1;

@@ -109,7 +109,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 
 Metrics::~Metrics() = default;
 
-absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(int port) {
+absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(int port, const std::string& host) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("metrics port ", port, " is out of range"));
   }
@@ -119,10 +119,10 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(int port) {
   // catch a library exception, to turn it into a Status.
   try {
     metrics->exposer_ =
-        std::make_unique<prometheus::Exposer>(absl::StrCat("0.0.0.0:", port), /*num_threads=*/2);
+        std::make_unique<prometheus::Exposer>(absl::StrCat(host, ":", port), /*num_threads=*/2);
   } catch (const std::exception& e) {
     return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on port ", port, ": ", e.what()));
+        absl::StrCat("cannot serve metrics on ", host, ":", port, ": ", e.what()));
   }
   metrics->exposer_->RegisterCollectable(metrics->registry_);
   metrics->port_ = port;

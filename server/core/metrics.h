@@ -49,10 +49,11 @@ namespace gemm::core {
 // The `device` label is the CUDA ordinal, or "cpu" for -1.
 class Metrics {
  public:
-  // Creates the metrics. `port` > 0 also starts an HTTP exposer on 0.0.0.0:`port` serving
+  // Creates the metrics. `port` > 0 also starts an HTTP exposer on `host`:`port` serving
   // /metrics (INVALID_ARGUMENT for a port out of range, UNAVAILABLE when it cannot bind);
   // `port` == 0 keeps a registry only (tests, or when metrics are scraped some other way).
-  static absl::StatusOr<std::unique_ptr<Metrics>> Create(int port);
+  static absl::StatusOr<std::unique_ptr<Metrics>> Create(int port,
+                                                         const std::string& host = "0.0.0.0");
 
   ~Metrics();
   Metrics(const Metrics&) = delete;
