@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
-# Runs gemm_bench on the GPU machine and writes bench/results/<gpu>-<date>.jsonl plus a log.
-# Use (from the repository root, with gemm_bench built or bundled):
+# Runs gemm_bench over every shape set on a GPU machine and writes, per run:
+#   <out>/<gpu>-<date>.jsonl   one JSON object per line (a "copy" line per set, then the rows)
+#   <out>/<gpu>-<date>.log     the human-readable tables and summaries
+# Use (from the repository root):
 #   bench/run_bench.sh [path/to/gemm_bench] [extra gemm_bench flags...]
-# Default binary: build/bench/gemm_bench. Output directory: $OUT when set (the GPU machine's
-# return folder), else bench/results.
-set -euo pipefail
+# Default binary: build/bench/gemm_bench. <out>: $OUT when set (the lent GPU machine's return
+# folder), else bench/results. Each set runs in its own process under a time limit, so one
+# failing set cannot take the others down; every process measures the copy bandwidth itself.
+set -uo pipefail
 bin=${1:-build/bench/gemm_bench}
 shift || true
 out=${OUT:-bench/results}
 mkdir -p "$out"
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr -cs 'A-Za-z0-9' '-' | sed 's/-$//')
-date=$(date -u +%Y-%m-%d)
-name="$out/${gpu,,}-$date"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv | tee "$name.gpu.txt"
-# One process for every set: the copy bandwidth is measured in the same run.
-"$bin" --set all --layout both --check --json "$@" > "$name.jsonl" 2> "$name.log" || status=$?
-cat "$name.log"
-echo "results: $name.jsonl (exit ${status:-0})"
-exit "${status:-0}"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr -cs 'A-Za-z0-9' '-' |
+      sed 's/-$//' | tr 'A-Z' 'a-z')
+name="$out/${gpu}-$(date -u +%Y-%m-%d)"
+: > "$name.jsonl"
+: > "$name.log"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu \
+  --format=csv >> "$name.log"
+status=0
+for set in decode large batched grouped; do
+  echo "## gemm_bench --set $set --layout both --check --json $*" >> "$name.log"
+  timeout 240 "$bin" --set "$set" --layout both --check --json "$@" >> "$name.jsonl" \
+    2>> "$name.log" || { rc=$?; status=1; echo "## set $set exited with $rc" >> "$name.log"; }
+done
+grep -E "geomean|exited|device" "$name.log"
+echo "results: $name.jsonl, $name.log (exit $status)"
+exit "$status"
