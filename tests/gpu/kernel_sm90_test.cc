@@ -4,6 +4,7 @@
 // compute capability 9.0.
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <tuple>
@@ -101,8 +102,29 @@ double Compare(const Case& cs) {
   EXPECT_TRUE(st.ok()) << Name(cs) << ": cuBLASLt: " << st;
   st = RunKind(ops.Args(cs, ops.d->get()), KernelKind::kSm90);
   EXPECT_TRUE(st.ok()) << Name(cs) << ": sm90: " << st;
-  return testing::DeviceRelError(ops.d->get(), ops.ref->get(), cs.dtype, cs.m, cs.n, ops.ldd,
-                                 cs.batch, ops.sd);
+  const double err = testing::DeviceRelError(ops.d->get(), ops.ref->get(), cs.dtype, cs.m, cs.n,
+                                             ops.ldd, cs.batch, ops.sd);
+  // NOTE: with FP32 output and only a few outputs, one ill-conditioned dot product (heavy
+  // cancellation) can make two correct FP32 results differ by more than 1e-5 relative (seen on
+  // H200: M=N=1, K=4096, 1.1e-5 between us and cuBLASLt). There the exact float64 result decides:
+  // ours passes if it is within the tolerance of it, or no further from it than cuBLASLt is.
+  if (err > Tolerance(cs.dtype) && cs.dtype == DType::kFP32 && cs.m * cs.n < 64 && cs.batch == 1 &&
+      std::isfinite(err)) {
+    std::vector<uint16_t> a(ops.sa), b(ops.sb);
+    cudaMemcpy(a.data(), ops.a->get(), a.size() * 2, cudaMemcpyDeviceToHost);
+    cudaMemcpy(b.data(), ops.b->get(), b.size() * 2, cudaMemcpyDeviceToHost);
+    std::vector<double> c = testing::ReadBack(ops.c->get(), ops.sd, cs.dtype);
+    const std::vector<double> exact =
+        testing::CpuGemm(a, ops.lda, b, ops.ldb, cs.layout, cs.beta != 0 ? &c : nullptr, ops.ldd,
+                         cs.m, cs.n, cs.k, cs.alpha, cs.beta);
+    const double ours = testing::RelError(testing::ReadBack(ops.d->get(), ops.sd, cs.dtype),
+                                          ops.ldd, exact, cs.n, cs.m, cs.n);
+    const double lt = testing::RelError(testing::ReadBack(ops.ref->get(), ops.sd, cs.dtype),
+                                        ops.ldd, exact, cs.n, cs.m, cs.n);
+    if (ours <= std::max(Tolerance(cs.dtype), lt)) return ours;
+    ADD_FAILURE() << Name(cs) << ": vs float64 ours " << ours << ", cuBLASLt " << lt;
+  }
+  return err;
 }
 
 class Sm90Sweep : public ::testing::TestWithParam<std::tuple<BLayout, DType>> {};
