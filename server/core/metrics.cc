@@ -109,6 +109,17 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 
 Metrics::~Metrics() = default;
 
+namespace {
+
+// CivetWeb's listening_ports entry. All interfaces are given as a bare port (CivetWeb's own form
+// for "any address"; an explicit "0.0.0.0:port" has been reported to fail to bind on some hosts).
+std::string ListeningSpec(const std::string& host, int port) {
+  if (host.empty() || host == "0.0.0.0") return absl::StrCat(port);
+  return absl::StrCat(host, ":", port);
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(int port, const std::string& host) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("metrics port ", port, " is out of range"));
@@ -119,7 +130,7 @@ absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(int port, const std::st
   // catch a library exception, to turn it into a Status.
   try {
     metrics->exposer_ =
-        std::make_unique<prometheus::Exposer>(absl::StrCat(host, ":", port), /*num_threads=*/2);
+        std::make_unique<prometheus::Exposer>(ListeningSpec(host, port), /*num_threads=*/2);
   } catch (const std::exception& e) {
     return absl::UnavailableError(
         absl::StrCat("cannot serve metrics on ", host, ":", port, ": ", e.what()));
