@@ -7,8 +7,3 @@ target_sources(gemm_kernel PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../reference/cublaslt_gemm.cc)
 # reference/ headers are included as "reference/..." from the kernel root.
 target_include_directories(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
-# CMake 3.25 knows no nvcc flag for the CUDA20 dialect (the .cu files of gemm_kernel need it).
-if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
-  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
-  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
-endif()

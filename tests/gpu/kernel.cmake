@@ -1,11 +1,6 @@
 # GPU tests of the kernel library (skip at run time without a GPU): cuBLASLt reference vs a
 # float64 CPU reference, the SM90 kernel vs cuBLASLt, and an opt-in timing table.
 if(GEMM_HAVE_CUDA)
-  # CMake 3.25 knows no nvcc flag for the CUDA20 dialect.
-  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
-    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
-    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
-  endif()
   add_executable(kernel_gpu_tests ${CMAKE_CURRENT_LIST_DIR}/kernel_reference_test.cc
                                   ${CMAKE_CURRENT_LIST_DIR}/kernel_sm90_test.cc
                                   ${CMAKE_CURRENT_LIST_DIR}/kernel_sm90_perf_test.cc

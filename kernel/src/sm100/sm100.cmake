@@ -4,11 +4,6 @@
 # so it is an object library of its own whose objects are added to gemm_kernel. (Its kernel
 # bodies are also guarded on the sm_100a feature macros, so any other target compiles empty.)
 target_sources(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/sm100_gemm.cc)
-
-if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)  # CMake 3.25 lacks the CUDA20 dialect flag
-  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
-  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
-endif()
 add_library(gemm_kernel_sm100_device OBJECT ${CMAKE_CURRENT_LIST_DIR}/sm100_launch.cu)
 target_include_directories(gemm_kernel_sm100_device PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..
                                                             ${CMAKE_CURRENT_LIST_DIR}/../../include)

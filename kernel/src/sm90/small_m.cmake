@@ -4,10 +4,3 @@
 # any device computes the right result; the dispatch uses it on compute capability 9.0.
 target_sources(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/small_m_heuristics.cc
                                    ${CMAKE_CURRENT_LIST_DIR}/small_m_launch.cu)
-# NOTE: CMake 3.25 has no nvcc flag for the CUDA20 dialect that gemm_kernel requires (the
-# generate step fails with "requires the language dialect CUDA20"). Teach it here, for this
-# directory, unless the top level already did.
-if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
-  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
-  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
-endif()
