@@ -495,6 +495,22 @@ void Executor::RunBatch(core::Batch batch) {
   }
 }
 
+void Executor::RunItemsAlone(Unit* u) {
+  for (auto& item : u->items) {
+    auto one = std::make_unique<Unit>();
+    one->shape = u->shape;
+    one->high_priority = u->high_priority;
+    one->released = u->released;
+    one->items.push_back(std::move(item));
+    {
+      absl::MutexLock lock(&mu_);
+      ++in_flight_;
+    }
+    RunUnit(std::move(one));
+  }
+  u->items.clear();
+}
+
 void Executor::RunUnit(std::unique_ptr<Unit> u) {
   u->owner = this;
   const int ordinal = device_->ordinal();
@@ -549,19 +565,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   if (absl::Status st = BuildPlan(*u, 0, ordinal, /*measure=*/true); !st.ok()) {
     // Several coalesced items: one bad item must not fail the others.
     if (u->items.size() > 1 && absl::IsInvalidArgument(st)) {
-      for (auto& item : u->items) {
-        auto one = std::make_unique<Unit>();
-        one->shape = u->shape;
-        one->high_priority = u->high_priority;
-        one->released = u->released;
-        one->items.push_back(std::move(item));
-        {
-          absl::MutexLock lock(&mu_);
-          ++in_flight_;
-        }
-        RunUnit(std::move(one));
-      }
-      u->items.clear();
+      RunItemsAlone(u.get());
       return fail(absl::OkStatus());
     }
     return fail(st);
@@ -571,19 +575,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   if (!dev.ok()) {
     if (u->items.size() > 1 && absl::IsResourceExhausted(dev.status())) {
       // The batch as a whole does not fit: run its items one by one.
-      for (auto& item : u->items) {
-        auto one = std::make_unique<Unit>();
-        one->shape = u->shape;
-        one->high_priority = u->high_priority;
-        one->released = u->released;
-        one->items.push_back(std::move(item));
-        {
-          absl::MutexLock lock(&mu_);
-          ++in_flight_;
-        }
-        RunUnit(std::move(one));
-      }
-      u->items.clear();
+      RunItemsAlone(u.get());
       return fail(absl::OkStatus());
     }
     return fail(dev.status());

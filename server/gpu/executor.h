@@ -51,6 +51,9 @@ class Executor {
   void RunBatch(core::Batch batch);
   // Plans, allocates and enqueues `unit`; completes it (now or via the completion thread).
   void RunUnit(std::unique_ptr<Unit> unit);
+  // Runs each item of `u` as a unit of its own (after a coalesced batch failed as a whole for a
+  // reason that may concern only some items); leaves `u` without items.
+  void RunItemsAlone(Unit* u);
   // Hands a unit whose work is enqueued (or failed before) to the completion thread.
   void Enqueued(Unit* unit);
   void CompletionLoop();
