@@ -46,7 +46,14 @@ ABSL_FLAG(int64_t, queue_capacity, 1024, "Most queued requests; beyond it UNAVAI
 ABSL_FLAG(bool, batching, true, "Coalesce requests that share a resident B.");
 ABSL_FLAG(int32_t, cpu_workers, 2, "CPU backend worker threads.");
 ABSL_FLAG(int64_t, pool_cap_bytes, 0, "CUDA: device pool cap per GPU; 0 = 90% of free memory.");
-ABSL_FLAG(int64_t, staging_bytes, int64_t{512} << 20, "CUDA: pinned host staging bytes.");
+ABSL_FLAG(int64_t, staging_bytes, int64_t{2} << 30,
+          "CUDA: pinned host staging bytes in all, shared by the GPUs.");
+ABSL_FLAG(int64_t, staging_slab_bytes, int64_t{512} << 20,
+          "CUDA: one pinned staging slab (clamped to --staging_bytes); the most staging one "
+          "request or coalesced batch takes. A larger request is copied from pageable memory.");
+ABSL_FLAG(int32_t, host_copy_threads, 8,
+          "CUDA: threads that copy request bytes into staging and results out of it, shared by "
+          "the GPUs; 0 copies on each GPU's own executor threads.");
 ABSL_FLAG(int32_t, streams_per_device, 4, "CUDA: streams per GPU.");
 ABSL_FLAG(bool, replicate_resident, false, "CUDA: place resident matrices on every GPU.");
 ABSL_FLAG(bool, self_test, true, "CUDA: self-test the kernel against cuBLASLt at start-up.");
@@ -92,6 +99,8 @@ Options OptionsFromFlags() {
 #ifdef GEMM_HAVE_CUDA_BACKEND
   o.cuda.pool_cap_bytes = absl::GetFlag(FLAGS_pool_cap_bytes);
   o.cuda.staging_bytes = absl::GetFlag(FLAGS_staging_bytes);
+  o.cuda.staging_slab_bytes = absl::GetFlag(FLAGS_staging_slab_bytes);
+  o.cuda.host_copy_threads = absl::GetFlag(FLAGS_host_copy_threads);
   o.cuda.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
   o.cuda.self_test = absl::GetFlag(FLAGS_self_test);

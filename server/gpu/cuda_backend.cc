@@ -15,6 +15,7 @@
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/device_context.h"
 #include "server/gpu/executor.h"
+#include "server/gpu/host_copier.h"
 #include "server/gpu/resident.h"
 #include "server/gpu/self_test.h"
 #include "server/gpu/staging_pool.h"
@@ -26,9 +27,12 @@ class CudaBackend final : public core::Backend {
  public:
   CudaBackend(const CudaBackendOptions& options, std::unique_ptr<StagingPool> staging,
               std::vector<std::shared_ptr<DeviceContext>> devices)
-      : options_(options), staging_(std::move(staging)), devices_(std::move(devices)) {
+      : options_(options),
+        staging_(std::move(staging)),
+        copier_(std::make_unique<HostCopier>(options.host_copy_threads)),
+        devices_(std::move(devices)) {
     for (const auto& d : devices_) {
-      executors_.push_back(std::make_unique<Executor>(d, staging_.get()));
+      executors_.push_back(std::make_unique<Executor>(d, staging_.get(), copier_.get()));
     }
   }
 
@@ -124,6 +128,7 @@ class CudaBackend final : public core::Backend {
  private:
   const CudaBackendOptions options_;
   std::unique_ptr<StagingPool> staging_;
+  std::unique_ptr<HostCopier> copier_;  // outlives the executors (declared before them)
   std::vector<std::shared_ptr<DeviceContext>> devices_;
   std::vector<std::unique_ptr<Executor>> executors_;
   std::unique_ptr<TaskThread> uploader_ = std::make_unique<TaskThread>();
@@ -149,6 +154,12 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   if (count == 0) return absl::FailedPreconditionError("no CUDA device visible");
   if (options.streams_per_device < 1) {
     return absl::InvalidArgumentError("streams_per_device must be >= 1");
+  }
+  if (options.staging_bytes < 1 || options.staging_slab_bytes < 1) {
+    return absl::InvalidArgumentError("staging_bytes and staging_slab_bytes must be >= 1");
+  }
+  if (options.host_copy_threads < 0 || options.host_copy_threads > 256) {
+    return absl::InvalidArgumentError("host_copy_threads must be in [0, 256]");
   }
   std::vector<std::shared_ptr<DeviceContext>> devices;
   for (int i = 0; i < count; ++i) {
@@ -191,8 +202,11 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   }
   auto staging = StagingPool::Create(
       {.total_bytes = options.staging_bytes,
-       .slab_bytes = std::min<int64_t>(options.staging_bytes, int64_t{128} << 20)});
+       .slab_bytes = std::min(options.staging_bytes, options.staging_slab_bytes)});
   if (!staging.ok()) return staging.status();
+  GEMM_LOG(INFO) << "pinned staging: " << ((*staging)->total_bytes() >> 20) << " MiB in slabs of "
+                 << ((*staging)->max_block_bytes() >> 20) << " MiB; " << options.host_copy_threads
+                 << " host copy threads";
   return std::unique_ptr<core::Backend>(
       new CudaBackend(options, std::move(*staging), std::move(devices)));
 }

@@ -17,8 +17,14 @@ namespace gemm::gpu {
 struct CudaBackendOptions {
   // Per GPU device-pool cap in bytes; 0 = 90% of the memory free at start. Default 0.
   int64_t pool_cap_bytes = 0;
-  // Pinned host staging pool, bytes in all (shared by the GPUs). Default 512 MiB.
-  int64_t staging_bytes = 512 << 20;
+  // Pinned host staging pool, bytes in all (shared by the GPUs). Default 2 GiB.
+  int64_t staging_bytes = int64_t{2} << 30;
+  // One pinned slab of the staging pool, also the most staging one unit can take (clamped to
+  // staging_bytes); a larger single request is copied from pageable memory. Default 512 MiB.
+  int64_t staging_slab_bytes = int64_t{512} << 20;
+  // Threads that copy request bytes into staging and results out of it, shared by all GPUs
+  // (0: each copy runs on the executor's own thread). Default 8.
+  int host_copy_threads = 8;
   // Normal-priority streams per GPU (two more serve high-priority requests). Default 4.
   int streams_per_device = 4;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.

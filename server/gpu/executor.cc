@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -404,8 +405,18 @@ bool Coalescable(const core::WorkItem& item) {
 
 }  // namespace
 
-Executor::Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging)
-    : device_(std::move(device)), staging_(staging) {}
+Executor::Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier)
+    : device_(std::move(device)), staging_(staging), copier_(copier) {}
+
+void Executor::HostCopy(std::span<const CopyJob> jobs) {
+  if (copier_ != nullptr) {
+    copier_->Copy(jobs);
+    return;
+  }
+  for (const CopyJob& j : jobs) {
+    if (j.bytes > 0) std::memcpy(j.dst, j.src, j.bytes);
+  }
+}
 
 Executor::~Executor() {
   if (puller_.joinable()) puller_.join();
@@ -570,6 +581,13 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
     }
     return fail(st);
   }
+  if (u->items.size() > 1 && u->staging_bytes > staging_->max_block_bytes()) {
+    // Coalesced past a staging slab: the direct path would copy from pageable memory, which
+    // holds this thread for the whole transfer. Each item alone fits in staging (or takes the
+    // direct path on its own, if it is that large by itself).
+    RunItemsAlone(u.get());
+    return fail(absl::OkStatus());
+  }
 
   absl::StatusOr<void*> dev = device_->pool().Allocate(u->device_bytes, stream);
   if (!dev.ok()) {
@@ -605,9 +623,13 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
     }
   } else {
     const absl::Time t0 = absl::Now();
+    std::vector<CopyJob> jobs;
+    jobs.reserve(u->ins.size());
     for (const InCopy& in : u->ins) {
-      std::memcpy(u->staging.ptr + in.stage_off, in.host, in.rows * in.row_bytes);
+      jobs.push_back(
+          {u->staging.ptr + in.stage_off, in.host, static_cast<size_t>(in.rows * in.row_bytes)});
     }
+    HostCopy(jobs);
     u->host_copy_in = absl::Now() - t0;
   }
 
@@ -747,9 +769,16 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
   }
   if (u->status.ok() && !u->direct) {
     const absl::Time t0 = absl::Now();
+    // Size every output first (allocation + zero fill on this thread), then copy them all in one
+    // go on the copier's threads.
+    std::vector<CopyJob> jobs;
+    jobs.reserve(u->outs.size());
     for (const OutCopy& o : u->outs) {
-      u->outputs[o.item][o.output].data.assign(u->staging.ptr + o.stage_off, o.rows * o.row_bytes);
+      std::string& data = u->outputs[o.item][o.output].data;
+      data.resize(o.rows * o.row_bytes);
+      jobs.push_back({data.data(), u->staging.ptr + o.stage_off, data.size()});
     }
+    HostCopy(jobs);
     t.copy_out += absl::Now() - t0;  // staging -> response bytes
   }
   t.copy_in += u->host_copy_in;  // request bytes -> staging

@@ -3,14 +3,17 @@
 // a batch request = one strided-batch call; a group request = GemmGrouped), and enqueues each
 // unit on a non-blocking stream: pinned staging -> 2D H2D copies into pitched pool buffers ->
 // kernel -> D2H -> host callback. A completion thread then copies results out of staging, frees
-// everything the unit took and completes its WorkItems. The pulling thread never waits on the
-// GPU (except for the rare operand larger than a staging slab, copied straight from pageable
-// memory), so consecutive units overlap across streams.
+// everything the unit took and completes its WorkItems. Both host copies (request bytes ->
+// staging, staging -> response bytes) are split over the shared HostCopier's threads. The pulling
+// thread never waits on the GPU (except for a single item larger than a staging slab, copied
+// straight from pageable memory; a coalesced unit that large runs its items one by one instead),
+// so consecutive units overlap across streams.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -18,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/core/backend.h"
 #include "server/gpu/device_context.h"
+#include "server/gpu/host_copier.h"
 #include "server/gpu/staging_pool.h"
 
 namespace gemm::gpu {
@@ -26,8 +30,9 @@ struct Unit;  // one kernel-call group in flight (executor.cc)
 
 class Executor {
  public:
-  // `device` is shared; `staging` must outlive the executor.
-  Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging);
+  // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
+  // executor. `copier` may be null: host copies then run on the executor's own threads.
+  Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier);
   // Joins (Join() must have been called if Start() was).
   ~Executor();
 
@@ -59,9 +64,12 @@ class Executor {
   void CompletionLoop();
   void Complete(std::unique_ptr<Unit> unit);
   static void HostCallback(void* unit);
+  // Runs `jobs` on the copier, or on the calling thread without one.
+  void HostCopy(std::span<const CopyJob> jobs);
 
   const std::shared_ptr<DeviceContext> device_;
   StagingPool* const staging_;
+  HostCopier* const copier_;
   std::thread puller_;
   std::thread completer_;
   mutable absl::Mutex mu_;
