@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench_device.h"
 #include "sm90/sm90_gemm.h"
+#include "sm90/sm90_params.h"  // kDebugNoSplit
 #include "sm90/small_m_gemm.h"
 
 namespace gemm::bench {
@@ -88,6 +89,11 @@ absl::StatusOr<std::unique_ptr<Bench>> Bench::Create(const BenchOptions& opts) {
     BENCH_RETURN_IF_ERROR(Cuda(cudaEventCreate(&b->stop_[i]), "cudaEventCreate"));
   }
   b->seed_ = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  if (opts.no_split) {
+    kernel::sm90::TuningOverride o;
+    o.debug_flags = kernel::sm90::kDebugNoSplit;
+    kernel::sm90::SetTuningOverride(o);
+  }
   return b;
 }
 
@@ -159,6 +165,11 @@ absl::StatusOr<double> Bench::CopyGbps() {
 void Bench::TimeBoth(const std::function<absl::Status(int)>& ours,
                      const std::function<absl::Status(int)>& cublas, int nsets, BenchRow* row) {
   absl::StatusOr<double> t_ours = TimeMedian(ours, nsets);
+  // The WGMMA kernel's last configuration (tile, cluster, split-K), when it ran on this thread.
+  const std::string launch = kernel::sm90::LastLaunchDescription();
+  if (!launch.empty() && row->ours.rfind("Gemm(kSm90)", 0) == 0 && row->ctas == 0) {
+    row->ours = absl::StrCat(row->ours, " ", launch);
+  }
   if (t_ours.ok()) {
     row->ours_ms = *t_ours;
   } else {

@@ -4,7 +4,7 @@
 //
 //   gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both] [--dtype bf16|f32]
 //              [--json] [--csv] [--check] [--reps N] [--warmup N] [--shapes DIR]
-//              [--direct] [--ctas N]
+//              [--direct] [--ctas N] [--sm90_main] [--no_split]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,12 +27,13 @@ using gemm::kernel::DType;
 constexpr char kUsage[] =
     "usage: gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both]\n"
     "                  [--dtype bf16|f32] [--json] [--csv] [--check] [--reps N] [--warmup N]\n"
-    "                  [--shapes DIR] [--direct] [--ctas N] [--sm90_main]\n"
+    "                  [--shapes DIR] [--direct] [--ctas N] [--sm90_main] [--no_split]\n"
     "  --json    one JSON object per line on stdout (the table goes to stderr)\n"
     "  --csv     CSV lines on stdout instead of the table\n"
     "  --check   compare ours with cuBLASLt (relative Frobenius error) before timing\n"
     "  --direct  run the small-M kernel directly for M <= 128 (bypass the dispatch)\n"
     "  --sm90_main  time the SM90 WGMMA kernel directly (bypass the dispatch and small-M)\n"
+    "  --no_split   never split the WGMMA kernel's last wave along K (A/B timing)\n"
     "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n";
 
 struct Flags {
@@ -59,6 +60,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->bench.check = true;
     } else if (arg == "--sm90_main") {
       f->bench.sm90_main = true;
+    } else if (arg == "--no_split") {
+      f->bench.no_split = true;
     } else if (arg == "--direct") {
       f->bench.direct_small_m = true;
     } else if (arg == "--set" && value(&v)) {

@@ -159,7 +159,9 @@ INSTANTIATE_TEST_SUITE_P(LayoutsDtypes, Sm90Sweep,
 TEST(Sm90Small, EdgesAndPaths) {
   if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
   const int64_t shapes[][3] = {
-      {1, 1, 1}, {7, 129, 65}, {129, 7, 200}, {300, 264, 130}, {257, 520, 64}};
+      {1, 1, 1},      {7, 129, 65},    {129, 7, 200}, {300, 264, 130},
+      {257, 520, 64}, {300, 264, 1100}};  // the last one splits its tiles along K (18 tiles, 18 K
+                                          // blocks)
   for (const auto& s : shapes) {
     for (BLayout layout : {BLayout::kNK, BLayout::kKN}) {
       for (DType dtype : {DType::kBF16, DType::kFP32}) {
@@ -212,6 +214,44 @@ TEST(Sm90BenchmarkShapes, MatchesCublasLt) {
                         {4096, 8192, 28672},
                         {8192, 8192, 8192, 1, BLayout::kKN, DType::kFP32}};
   for (const Case& cs : cases) EXPECT_LE(Compare(cs), Tolerance(cs.dtype)) << Name(cs);
+}
+
+// Shapes whose last wave is split along K (sm90_split.h): decode-like M with few tiles, a 3.4-wave
+// shape, FP32 + beta, batched. Each must really split (the launch description says so), and a
+// workspace reused by the next launch (stale flags of an earlier epoch) must not be trusted.
+TEST(Sm90SplitK, MatchesCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const Case cases[] = {{128, 8192, 8192},
+                        {128, 8192, 8192, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
+                        {100, 4096, 2048, 1, BLayout::kKN, DType::kBF16, 1.0f, -1.0f},
+                        {129, 1000, 4096, 1, BLayout::kNK, DType::kFP32},
+                        {512, 28672, 2048},
+                        {64, 2048, 4096, 3, BLayout::kNK, DType::kBF16, 2.0f, 0.5f}};
+  for (const Case& cs : cases) {
+    Operands ops(cs);
+    ASSERT_TRUE(RunKind(ops.Args(cs, ops.ref->get()), KernelKind::kCublasLt).ok());
+    const StridedBatch args = ops.Args(cs, ops.d->get());
+    // The SM90 kernel directly (the dispatch sends M <= 64 to the small-M kernel).
+    const std::size_t ws = sm90::WorkspaceBytes(args);
+    ASSERT_GT(ws, 0u) << Name(cs);
+    DeviceBuffer work(ws);
+    cudaMemset(work.get(), 0xff, ws);  // garbage flags and partials
+    LaunchOptions opts;
+    opts.kind = KernelKind::kSm90;
+    opts.workspace = work.get();
+    opts.workspace_bytes = ws;
+    for (int run = 0; run < 2; ++run) {  // the second run finds the first run's flags
+      cudaMemset(ops.d->get(), 0xff, ops.d->bytes());
+      ASSERT_TRUE(sm90::Gemm(args, nullptr, opts).ok()) << Name(cs);
+      EXPECT_NE(sm90::LastLaunchDescription().find("split_k="), std::string::npos)
+          << Name(cs) << ": " << sm90::LastLaunchDescription();
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << Name(cs);
+      EXPECT_LE(testing::DeviceRelError(ops.d->get(), ops.ref->get(), cs.dtype, cs.m, cs.n, ops.ldd,
+                                        cs.batch, ops.sd),
+                Tolerance(cs.dtype))
+          << Name(cs) << " run " << run;
+    }
+  }
 }
 
 // Groups of different shapes (more than one launch's worth) against a loop of cuBLASLt calls.

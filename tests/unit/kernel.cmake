@@ -1,7 +1,9 @@
-# CPU unit tests of the kernel library's pure host parts (tile scheduler, SM90 heuristics).
+# CPU unit tests of the kernel library's pure host parts (tile scheduler, SM90 heuristics and
+# tail split-K plan).
 # They compile those sources directly, so they run in builds without CUDA too.
 add_executable(kernel_unit_tests ${CMAKE_CURRENT_LIST_DIR}/kernel_scheduler_test.cc
                                  ${CMAKE_CURRENT_LIST_DIR}/kernel_heuristics_test.cc
+                                 ${CMAKE_CURRENT_LIST_DIR}/kernel_split_test.cc
                                  ${CMAKE_CURRENT_LIST_DIR}/../../kernel/src/heuristics_sm90.cc)
 target_include_directories(kernel_unit_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../../kernel/src)
 target_link_libraries(kernel_unit_tests PRIVATE GTest::gtest_main)

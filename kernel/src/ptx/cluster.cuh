@@ -1,4 +1,4 @@
-// Thread-block-cluster, warpgroup-register and named-barrier wrappers (SM90+).
+// Thread-block-cluster, warpgroup-register, named-barrier and flag wrappers (SM90+).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,16 @@ __device__ __forceinline__ void ClusterSync() {
 // Named barrier `id` over `count` threads (multiples of 32).
 __device__ __forceinline__ void NamedBarrierSync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+// GPU-scope release store / acquire load of a flag in global memory (split-K handshakes).
+__device__ __forceinline__ void StoreReleaseGpu(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t LoadAcquireGpu(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
 }
 
 // setmaxnreg: the warpgroup gives registers back / takes more. NOTE: needs a register cap at

@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "heuristics_sm90.h"
 #include "sm90/sm90_launch.h"
 #include "sm90/sm90_params.h"
+#include "sm90/sm90_split.h"
 #include "validate.h"
 
 namespace gemm::kernel::sm90 {
@@ -170,13 +172,13 @@ absl::Status BuildProblem(const Problem& p, int64_t batch, int64_t sa, int64_t s
 
 template <int P>
 cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DType d, BLayout layout,
-                      int sm_count, cudaStream_t stream) {
+                      int sm_count, cudaStream_t stream, const SplitWorkspace& ws = {}) {
   const bool f32 = d == DType::kFP32, kn = layout == BLayout::kKN;
-  int grid = 0;
+  int grid = 0, splits = 1;
   cudaError_t err = cudaErrorInvalidConfiguration;
-#define GEMM_SM90_CASE(BM, BN, F32, KN)                                    \
-  if (cfg.block_m == BM && cfg.block_n == BN && f32 == F32 && kn == KN) {  \
-    err = LaunchSm90<BM, BN, F32, KN, P>(params, sm_count, stream, &grid); \
+#define GEMM_SM90_CASE(BM, BN, F32, KN)                                                 \
+  if (cfg.block_m == BM && cfg.block_n == BN && f32 == F32 && kn == KN) {               \
+    err = LaunchSm90<BM, BN, F32, KN, P>(params, sm_count, stream, &grid, ws, &splits); \
   }
   GEMM_SM90_CASE(128, 256, false, false)
   GEMM_SM90_CASE(128, 256, false, true)
@@ -191,19 +193,25 @@ cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DTyp
   GEMM_SM90_CASE(128, 128, true, false)
   GEMM_SM90_CASE(128, 128, true, true)
 #undef GEMM_SM90_CASE
-  t_last_launch =
-      absl::StrCat("tile=", cfg.block_m, "x", cfg.block_n, " stages=", cfg.stages,
-                   " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m, " grid=", grid);
+  t_last_launch = absl::StrCat("tile=", cfg.block_m, "x", cfg.block_n, " stages=", cfg.stages,
+                               " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m,
+                               " grid=", grid, splits > 1 ? absl::StrCat(" split_k=", splits) : "");
   return err;
 }
 
+// Sets tile_begin of every problem, total_tiles (`batch` entries per problem) and the launch
+// fields; no split (the launcher may add one).
 template <int P>
-void FinishParams(const TileConfig& cfg, int num_problems, KernelParams<P>* params) {
+void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, KernelParams<P>* params) {
   int64_t begin = 0;
   for (int i = 0; i < num_problems; ++i) {
     params->problems[i].tile_begin = begin;
-    begin += int64_t{params->problems[i].m_clusters} * params->problems[i].n_blocks;
+    begin += int64_t{params->problems[i].m_clusters} * params->problems[i].n_blocks * batch;
   }
+  params->total_tiles = begin;
+  params->dp_tiles = begin;
+  params->tail_tiles = 0;
+  params->splits = 1;
   params->num_problems = num_problems;
   params->group_m = cfg.group_m;
   params->stages = cfg.stages;
@@ -253,32 +261,77 @@ void ClearTuningOverride() {
 
 std::string LastLaunchDescription() { return t_last_launch; }
 
-std::size_t WorkspaceBytes(const StridedBatch&) { return 0; }
-std::size_t WorkspaceBytes(std::span<const Problem>) { return 0; }
+uint32_t NextSplitEpoch() {
+  static std::atomic<uint32_t> epoch{0};
+  uint32_t e = epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+  while (e == 0) e = epoch.fetch_add(1, std::memory_order_relaxed) + 1;
+  return e;
+}
 
-absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions&) {
-  auto limits = Limits();
-  if (!limits.ok()) return limits.status();
+namespace {
+
+// The configuration Gemm() runs `args` with (heuristics, then the tuning override).
+absl::StatusOr<TileConfig> ConfigFor(const StridedBatch& args, const DeviceLimits& limits,
+                                     int* debug_flags) {
   const Problem& p = args.problem;
   ShapeQuery q;
   q.m = p.m, q.n = p.n, q.k = p.k, q.batch = args.batch, q.fp32_out = p.d_dtype == DType::kFP32;
-  int debug_flags = 0;
-  TileConfig cfg =
-      ApplyOverride(ChooseConfig(q, limits->sm_count, limits->smem_optin), &debug_flags);
+  TileConfig cfg = ApplyOverride(ChooseConfig(q, limits.sm_count, limits.smem_optin), debug_flags);
   if (cfg.stages <= 0) {
-    cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, limits->smem_optin);
+    cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, limits.smem_optin);
   }
-  if (!ConfigFits(cfg, q.fp32_out, limits->smem_optin)) {
+  if (!ConfigFits(cfg, q.fp32_out, limits.smem_optin)) {
     return absl::InvalidArgumentError("sm90: tuning override does not fit");
   }
+  return cfg;
+}
+
+}  // namespace
+
+std::size_t WorkspaceBytes(const StridedBatch& args) {
+  auto limits = Limits();
+  if (!limits.ok()) return 0;
+  int debug_flags = 0;
+  auto cfg = ConfigFor(args, *limits, &debug_flags);
+  if (!cfg.ok()) return 0;
+  const Problem& p = args.problem;
+  const int64_t cluster_rows = int64_t{cfg->block_m} * cfg->cluster_m;
+  const int64_t tiles = (p.m + cluster_rows - 1) / cluster_rows *
+                        ((p.n + cfg->block_n - 1) / cfg->block_n) *
+                        std::max<int64_t>(args.batch, 1);
+  const int64_t k_blocks = (p.k + cfg->block_k - 1) / cfg->block_k;
+  // NOTE: the launch plans over the clusters that are resident together, which the occupancy
+  // query may put below sm_count / cluster_m: size for the plan of any slot count down to half
+  // of that (the most partial slots any plan can use is one per SM).
+  const int64_t slots = limits->sm_count / cfg->cluster_m;
+  int64_t bytes = 0;
+  for (int64_t s = slots / 2; s <= slots; ++s) {
+    bytes = std::max(bytes, SplitWorkspaceBytes(PlanTailSplit(tiles, k_blocks, s), cfg->cluster_m,
+                                                cfg->block_m, cfg->block_n));
+  }
+  return static_cast<std::size_t>(bytes);
+}
+std::size_t WorkspaceBytes(std::span<const Problem>) { return 0; }
+
+absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
+  auto limits = Limits();
+  if (!limits.ok()) return limits.status();
+  const Problem& p = args.problem;
+  int debug_flags = 0;
+  auto cfg = ConfigFor(args, *limits, &debug_flags);
+  if (!cfg.ok()) return cfg.status();
   KernelParams<1> params{};
   params.debug_flags = debug_flags;
   GEMM_RETURN_IF_ERROR(BuildProblem(p, args.batch, args.stride_a, args.stride_b, args.stride_c,
-                                    args.stride_d, cfg, &params.tma[0], &params.problems[0]));
-  FinishParams(cfg, 1, &params);
-  params.total_tiles =
-      int64_t{params.problems[0].m_clusters} * params.problems[0].n_blocks * args.batch;
-  return CudaStatus(LaunchFor(params, cfg, p.d_dtype, p.b_layout, limits->sm_count, stream),
+                                    args.stride_d, *cfg, &params.tma[0], &params.problems[0]));
+  FinishParams(*cfg, 1, std::max<int64_t>(args.batch, 1), &params);
+  SplitWorkspace ws;
+  if (opts.workspace != nullptr && opts.workspace_bytes > 0) {
+    ws.ptr = opts.workspace;
+    ws.bytes = opts.workspace_bytes;
+    ws.epoch = NextSplitEpoch();
+  }
+  return CudaStatus(LaunchFor(params, *cfg, p.d_dtype, p.b_layout, limits->sm_count, stream, ws),
                     "sm90 GEMM launch");
 }
 
@@ -324,18 +377,21 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
     if (!ConfigFits(cfg, q.fp32_out, limits->smem_optin)) {
       return absl::InvalidArgumentError("sm90: tuning override does not fit");
     }
-    // NOTE: ~28 KB; static thread-local storage rather than the stack.
-    static thread_local KernelParams<kMaxGroupPerLaunch> params;
+    // NOTE: ~28 KB: on the heap, once per thread. A thread_local array would add 28 KB to the
+    // static TLS of every thread of the process (libraries that start threads with small
+    // stacks then fail to create them).
+    static thread_local std::unique_ptr<KernelParams<kMaxGroupPerLaunch>> params_storage;
+    if (params_storage == nullptr) {
+      params_storage = std::make_unique<KernelParams<kMaxGroupPerLaunch>>();
+    }
+    KernelParams<kMaxGroupPerLaunch>& params = *params_storage;
     params = {};
-    int64_t total = 0;
     for (std::size_t i = 0; i < count; ++i) {
       GEMM_RETURN_IF_ERROR(
           BuildProblem(chunk[i], 1, 0, 0, 0, 0, cfg, &params.tma[3 * i], &params.problems[i]));
-      total += int64_t{params.problems[i].m_clusters} * params.problems[i].n_blocks;
     }
-    FinishParams(cfg, static_cast<int>(count), &params);
+    FinishParams(cfg, static_cast<int>(count), 1, &params);
     params.debug_flags = debug_flags;
-    params.total_tiles = total;
     GEMM_RETURN_IF_ERROR(CudaStatus(
         LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits->sm_count, stream),
         "sm90 grouped GEMM launch"));

@@ -14,6 +14,9 @@
 //        (FP32) into a per-warp double-buffered 128B-swizzled 16-row staging tile -> TMA store
 //        (hardware clips M/N edges).
 // Edges: TMA zero-fills out-of-bounds loads (M, N and K tails), so any M, N, K >= 1 works.
+// Tail split-K (sm90_split.h): units of the last wave may cover a K range of a tile; non-owner
+// units store FP32 partials to the workspace and publish a flag (release), the owner waits for
+// the flags (acquire), adds the partials into its accumulators and runs the epilogue.
 #pragma once
 
 #include <cuda.h>
@@ -27,6 +30,7 @@
 #include "ptx/wgmma.cuh"
 #include "scheduler.h"
 #include "sm90/sm90_params.h"
+#include "sm90/sm90_split.h"
 
 namespace gemm::kernel::sm90 {
 
@@ -88,6 +92,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   const int64_t num_clusters = gridDim.x / cs;
   const int64_t first_tile = blockIdx.x / cs;
+  const SplitPlan plan{params.dp_tiles, params.tail_tiles, params.splits};
+  const int64_t total_units = TotalUnits(plan);
 
   if (wg == 0) {
     // ---------------- producer ----------------
@@ -96,15 +102,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       int stage = 0;
       uint32_t phase = 0;
       const uint16_t mask = static_cast<uint16_t>((1u << cs) - 1);
-      for (int64_t t = first_tile; t < params.total_tiles; t += num_clusters) {
-        const TileCoord tc = DecodeTile(t, params.problems, params.num_problems, params.group_m);
+      for (int64_t u = first_tile; u < total_units; u += num_clusters) {
+        const UnitWork w = DecodeUnit(u, plan);
+        const TileCoord tc =
+            DecodeTile(w.tile, params.problems, params.num_problems, params.group_m);
         const ProblemParams& pp = params.problems[tc.problem];
         const CUtensorMap* tma_a = &params.tma[3 * tc.problem + kTmaA];
         const CUtensorMap* tma_b = &params.tma[3 * tc.problem + kTmaB];
         const int m0 = (tc.m_cluster * cs + static_cast<int>(rank)) * BM;
         const int n0 = tc.n_block * BN;
-        const int k_blocks = (pp.k + kBlockK - 1) / kBlockK;
-        for (int kb = 0; kb < k_blocks; ++kb) {
+        int32_t kb_begin = 0, kb_end = 0;
+        SplitKRange(w, plan, (pp.k + kBlockK - 1) / kBlockK, &kb_begin, &kb_end);
+        for (int kb = kb_begin; kb < kb_end; ++kb) {
           MbarWait(empty_bar(stage), phase ^ 1);
           const uint32_t full = full_bar(stage);
           if (params.debug_flags & kDebugNoLoads) {
@@ -192,13 +201,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     };
 
-    for (int64_t t = first_tile; t < params.total_tiles; t += num_clusters) {
-      const TileCoord tc = DecodeTile(t, params.problems, params.num_problems, params.group_m);
+    for (int64_t u = first_tile; u < total_units; u += num_clusters) {
+      const UnitWork w = DecodeUnit(u, plan);
+      const TileCoord tc = DecodeTile(w.tile, params.problems, params.num_problems, params.group_m);
       const ProblemParams& pp = params.problems[tc.problem];
-      const int k_blocks = (pp.k + kBlockK - 1) / kBlockK;
+      int32_t kb_begin = 0, kb_end = 0;
+      SplitKRange(w, plan, (pp.k + kBlockK - 1) / kBlockK, &kb_begin, &kb_end);
 
       int prev_stage = 0;
-      for (int kb = 0; kb < k_blocks; ++kb) {
+      for (int kb = kb_begin; kb < kb_end; ++kb) {
         MbarWait(full_bar(stage), phase);
         WgmmaFence();
         const uint32_t a_base = s_a + stage * kABytes + wgi * kWgRows * 128;
@@ -213,11 +224,11 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int h = 0; h < kHalves; ++h) {
             // A: K-major, 16 K elements = 32 bytes inside the swizzle atom.
             const uint64_t da = MakeSmemDescSw128(a_base + h * 64 * 128 + ks * 32, 16, 1024);
-            WgmmaBf16<BN, kBKN ? 1 : 0>::Mma(acc[h], da, db, (kb | ks) != 0 ? 1u : 0u);
+            WgmmaBf16<BN, kBKN ? 1 : 0>::Mma(acc[h], da, db, (kb != kb_begin || ks != 0) ? 1u : 0u);
           }
         }
         WgmmaCommit();
-        if (kb > 0) {
+        if (kb > kb_begin) {
           WgmmaWait<1>();  // the previous k-block's wgmmas retired: its slot is free
           release(prev_stage);
         }
@@ -229,6 +240,59 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       WgmmaWait<0>();
       release(prev_stage);
+
+      if (w.split >= 0) {
+        // ---------------- split-K exchange (both consumer warpgroups) ----------------
+        // Partial tiles are stored in accumulator-fragment order, float4-interleaved over the
+        // 256 consumer threads: coalesced, and the owner's threads read their own fragments.
+        const int ctid = tid - 128;
+        constexpr int64_t kSlotVec = int64_t{BM} * BN / 4;  // float4s per slot
+        auto slot_ptr = [&](int32_t split) {
+          return reinterpret_cast<float4*>(params.partials) +
+                 PartialSlot(w.tail_index, split, plan, static_cast<int>(rank), cs) * kSlotVec;
+        };
+        if (!IsOwner(w, plan)) {
+          float4* dst = slot_ptr(w.split);
+#pragma unroll
+          for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; i += 4) {
+              __stcg(dst + ((h * (BN / 2) + i) / 4) * 256 + ctid,
+                     make_float4(acc[h][i], acc[h][i + 1], acc[h][i + 2], acc[h][i + 3]));
+            }
+          }
+          NamedBarrierSync(1, 256);  // every consumer thread's partial is written
+          if (ctid == 0) {
+            __threadfence();
+            StoreReleaseGpu(
+                params.flags + PartialSlot(w.tail_index, w.split, plan, static_cast<int>(rank), cs),
+                params.epoch);
+          }
+          continue;  // the owner stores the tile
+        }
+        if (ctid == 0) {
+          for (int32_t s = 0; s + 1 < plan.splits; ++s) {
+            const uint32_t* f =
+                params.flags + PartialSlot(w.tail_index, s, plan, static_cast<int>(rank), cs);
+            while (LoadAcquireGpu(f) != params.epoch) __nanosleep(128);
+          }
+        }
+        NamedBarrierSync(1, 256);  // all partials of this tile are visible
+        for (int32_t s = 0; s + 1 < plan.splits; ++s) {
+          const float4* src = slot_ptr(s);
+#pragma unroll
+          for (int h = 0; h < kHalves; ++h) {
+#pragma unroll
+            for (int i = 0; i < BN / 2; i += 4) {
+              const float4 v = __ldcg(src + ((h * (BN / 2) + i) / 4) * 256 + ctid);
+              acc[h][i] += v.x;
+              acc[h][i + 1] += v.y;
+              acc[h][i + 2] += v.z;
+              acc[h][i + 3] += v.w;
+            }
+          }
+        }
+      }
 
       // ---------------- epilogue ----------------
       const int m_wg = (tc.m_cluster * cs + static_cast<int>(rank)) * BM + wgi * kWgRows;

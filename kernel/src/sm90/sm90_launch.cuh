@@ -1,10 +1,11 @@
-// Definition of LaunchSm90 (included by the sm90_inst_*.cu instantiation units only).
+// Definition of LaunchSm90 (included by the sm90_inst_*.cu instantiation units only): cluster
+// occupancy, the tail split-K plan and the launch.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
+#include <atomic>  // the cluster-occupancy cache
 
 #include "sm90/sm90_kernel.cuh"
 #include "sm90/sm90_launch.h"
@@ -12,13 +13,13 @@
 namespace gemm::kernel::sm90 {
 
 template <int BM, int BN, bool kF32Out, bool kBKN, int P>
-cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t stream,
-                       int* grid_out) {
+cudaError_t LaunchSm90(const KernelParams<P>& params_in, int sm_count, cudaStream_t stream,
+                       int* grid_out, const SplitWorkspace& ws, int* split_out) {
   auto* kernel = &Sm90GemmKernel<BM, BN, kF32Out, kBKN, P>;
-  const int smem = SmemBytes(BM, BN, params.stages);
+  const int smem = SmemBytes(BM, BN, params_in.stages);
   cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (err != cudaSuccess) return err;
-  const int cs = params.cluster_m;
+  const int cs = params_in.cluster_m;
 
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
@@ -54,11 +55,36 @@ cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t
     }
     max_clusters = std::min(max_clusters, cached);
   }
-  const int64_t clusters =
-      std::max<int64_t>(1, std::min<int64_t>(params.total_tiles, max_clusters));
-  cfg.gridDim = dim3(static_cast<unsigned>(clusters * cs), 1, 1);
-  if (grid_out != nullptr) *grid_out = static_cast<int>(clusters * cs);
-  return cudaLaunchKernelEx(&cfg, kernel, params);
+  auto launch = [&](const KernelParams<P>& p, int64_t units) {
+    const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(units, max_clusters));
+    cfg.gridDim = dim3(static_cast<unsigned>(clusters * cs), 1, 1);
+    if (grid_out != nullptr) *grid_out = static_cast<int>(clusters * cs);
+    return cudaLaunchKernelEx(&cfg, kernel, p);
+  };
+  if (split_out != nullptr) *split_out = 1;
+  // Tail split-K over the clusters that are resident together. Single-problem launches only (a
+  // grouped launch's tiles differ in K); their parameter block is small enough to copy.
+  if constexpr (P == 1) {
+    if (ws.ptr != nullptr && params_in.num_problems == 1 &&
+        !(params_in.debug_flags & kDebugNoSplit)) {
+      const int64_t k_blocks = (params_in.problems[0].k + kBlockK - 1) / kBlockK;
+      const SplitPlan plan = PlanTailSplit(params_in.total_tiles, k_blocks, max_clusters);
+      if (plan.splits > 1 &&
+          SplitWorkspaceBytes(plan, cs, BM, BN) <= static_cast<int64_t>(ws.bytes)) {
+        KernelParams<P> p = params_in;
+        p.dp_tiles = plan.dp_tiles;
+        p.tail_tiles = plan.tail_tiles;
+        p.splits = plan.splits;
+        p.flags = static_cast<uint32_t*>(ws.ptr);
+        p.partials =
+            reinterpret_cast<float*>(static_cast<char*>(ws.ptr) + SplitFlagBytes(plan, cs));
+        p.epoch = ws.epoch;
+        if (split_out != nullptr) *split_out = plan.splits;
+        return launch(p, TotalUnits(plan));
+      }
+    }
+  }
+  return launch(params_in, params_in.total_tiles);  // split fields: no split (FinishParams)
 }
 
 }  // namespace gemm::kernel::sm90

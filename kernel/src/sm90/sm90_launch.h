@@ -4,15 +4,32 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+#include <cstdint>
+
 #include "sm90/sm90_params.h"
 
 namespace gemm::kernel::sm90 {
 
-// Launches Sm90GemmKernel<BM, BN, kF32Out, kBKN, P> over `params` (stages/cluster_m already set)
-// with one CTA per SM (grid capped by how many clusters fit). Sets the kernel's dynamic
-// shared-memory limit first. Returns the CUDA error of the attribute call or the launch.
+// Device scratch a launch may use for the tail split-K (sm90_split.h); null: no split.
+struct SplitWorkspace {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  uint32_t epoch = 0;  // NextSplitEpoch(): what this launch's flags are set to
+};
+
+// A value for SplitWorkspace::epoch, distinct for every call in this process (so a workspace
+// reused by a later launch never reads an earlier launch's flags as set) and never 0 (the value
+// of zeroed memory). Thread-safe.
+uint32_t NextSplitEpoch();
+
+// Launches Sm90GemmKernel<BM, BN, kF32Out, kBKN, P> over `params` (stages/cluster_m already set;
+// split fields ignored) with one CTA per SM (grid capped by how many clusters fit). Single-problem
+// launches split their last partial wave along K when `ws` holds the plan's partials and
+// kDebugNoSplit is not set. Sets the kernel's dynamic shared-memory limit first. Returns the CUDA
+// error of the attribute call or the launch; *split_out (if set) gets the K pieces per tail tile.
 template <int BM, int BN, bool kF32Out, bool kBKN, int P>
 cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t stream,
-                       int* grid_out);
+                       int* grid_out, const SplitWorkspace& ws, int* split_out);
 
 }  // namespace gemm::kernel::sm90

@@ -41,11 +41,19 @@ struct KernelParams {
   int32_t stages;        // pipeline depth (shared memory is sized by the host to match)
   int32_t cluster_m;     // 1 or 2 CTAs per cluster along M (B multicast)
   int32_t debug_flags;   // kDebug* bits; 0 in production (timing experiments only)
+  // Tail split-K (sm90_split.h); dp_tiles == total_tiles and splits == 1 when off.
+  int64_t dp_tiles;
+  int64_t tail_tiles;
+  int32_t splits;
+  uint32_t epoch;   // value the flags of this launch are set to (never 0)
+  uint32_t* flags;  // one per partial slot, in the caller's workspace
+  float* partials;  // block_m * block_n floats per slot, after the flags
 };
 
-// Timing-experiment switches (results are wrong with any of them set).
+// Timing-experiment switches (results are wrong with any of the first three set).
 inline constexpr int kDebugSkipEpilogue = 1;  // consumers store nothing
 inline constexpr int kDebugNoLoads = 2;       // producer signals slots without loading them
 inline constexpr int kDebugNoMulticast = 4;   // clusters load all of B per CTA (no multicast)
+inline constexpr int kDebugNoSplit = 8;       // never split the tail wave along K (results right)
 
 }  // namespace gemm::kernel::sm90
