@@ -84,10 +84,29 @@ core::Problem MakeProblem(int64_t m, int64_t n, int64_t k, core::BLayout layout,
   return p;
 }
 
+// Where the batcher would send `items` (all in one batch): the device their resident B lives on
+// (the first replica), or any device (-1) when they reference no resident matrix.
+int HomeDevice(const std::vector<std::shared_ptr<core::WorkItem>>& items) {
+  for (const auto& item : items) {
+    for (const core::Problem& p : item->request.problems) {
+      if (p.b_resident != nullptr && !p.b_resident->desc().devices.empty()) {
+        return p.b_resident->desc().devices[0];
+      }
+    }
+  }
+  return -1;
+}
+
+// Queues `items` as one batch for the device the batcher would pick.
+void PushRouted(Harness& h, std::vector<std::shared_ptr<core::WorkItem>> items) {
+  const int device = HomeDevice(items);
+  h.source.Push(MakeBatch(std::move(items)), device);
+}
+
 // Runs `request` alone and waits for it.
 absl::StatusOr<core::GemmResult> RunOne(Harness& h, core::GemmRequest request) {
   Outcome out;
-  h.source.Push(MakeBatch({MakeItem(std::move(request), &out)}));
+  PushRouted(h, {MakeItem(std::move(request), &out)});
   if (!out.done.WaitForNotificationWithTimeout(kWait)) return absl::DeadlineExceededError("hang");
   EXPECT_EQ(out.calls, 1);
   return std::move(out.result);
@@ -223,19 +242,19 @@ TEST_F(EngineTest, CoalescedBatchOnResident8192EqualsPerItemResults) {
     std::vector<Outcome> warm(kItems + 1);
     std::vector<std::shared_ptr<core::WorkItem>> w_items;
     for (int i = 0; i < kItems; ++i) w_items.push_back(MakeItem(reqs[i], &warm[i]));
-    h.source.Push(MakeBatch(w_items));
-    h.source.Push(MakeBatch({MakeItem(reqs[0], &warm[kItems])}));
+    PushRouted(h, w_items);
+    PushRouted(h, {MakeItem(reqs[0], &warm[kItems])});
     for (auto& o : warm) ASSERT_TRUE(o.done.WaitForNotificationWithTimeout(kWait));
   }
   // One batch of 16 items: ONE GEMM of M=256.
   std::vector<Outcome> together(kItems);
   std::vector<std::shared_ptr<core::WorkItem>> items;
   for (int i = 0; i < kItems; ++i) items.push_back(MakeItem(reqs[i], &together[i]));
-  h.source.Push(MakeBatch(items));
+  PushRouted(h, items);
   items.clear();
   // The same requests one by one.
   std::vector<Outcome> alone(kItems);
-  for (int i = 0; i < kItems; ++i) h.source.Push(MakeBatch({MakeItem(reqs[i], &alone[i])}));
+  for (int i = 0; i < kItems; ++i) PushRouted(h, {MakeItem(reqs[i], &alone[i])});
   for (int i = 0; i < kItems; ++i) {
     ASSERT_TRUE(together[i].done.WaitForNotificationWithTimeout(kWait));
     ASSERT_TRUE(alone[i].done.WaitForNotificationWithTimeout(kWait));
