@@ -1,7 +1,7 @@
-// Prometheus metrics of the server: see metrics.h for the metric names.
+// Prometheus metrics of the server: see metrics.h for the metric names. Scrapes are served by
+// MetricsHttpServer (metrics_http.h), rendered with prometheus-cpp's TextSerializer.
 #include "server/core/metrics.h"
 
-#include <exception>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,12 +9,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "prometheus/counter.h"
-#include "prometheus/exposer.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "server/core/metrics_http.h"
 
 namespace gemm::core {
 namespace {
@@ -109,34 +109,17 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
 
 Metrics::~Metrics() = default;
 
-namespace {
-
-// CivetWeb's listening_ports entry. All interfaces are given as a bare port (CivetWeb's own form
-// for "any address"; an explicit "0.0.0.0:port" has been reported to fail to bind on some hosts).
-std::string ListeningSpec(const std::string& host, int port) {
-  if (host.empty() || host == "0.0.0.0") return absl::StrCat(port);
-  return absl::StrCat(host, ":", port);
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Metrics>> Metrics::Create(int port, const std::string& host) {
   if (port < 0 || port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("metrics port ", port, " is out of range"));
   }
   std::unique_ptr<Metrics> metrics(new Metrics());
   if (port == 0) return metrics;
-  // NOTE: prometheus-cpp (CivetWeb) reports a failed bind by throwing; this is the one place we
-  // catch a library exception, to turn it into a Status.
-  try {
-    metrics->exposer_ =
-        std::make_unique<prometheus::Exposer>(ListeningSpec(host, port), /*num_threads=*/2);
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve metrics on ", host, ":", port, ": ", e.what()));
-  }
-  metrics->exposer_->RegisterCollectable(metrics->registry_);
-  metrics->port_ = port;
+  // The server renders on its own thread; `metrics` outlives it (http_ is a member).
+  auto http = MetricsHttpServer::Start(host, port, [m = metrics.get()] { return m->Serialize(); });
+  if (!http.ok()) return http.status();
+  metrics->http_ = std::move(*http);
+  metrics->port_ = metrics->http_->port();
   return metrics;
 }
 

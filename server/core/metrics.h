@@ -1,8 +1,11 @@
 // Prometheus metrics of the server (prometheus-cpp): RPCs by method and status code, per-stage
 // latency histograms, batch sizes, queue depth and drops, memory pool and resident-matrix bytes,
 // and which kernel serves each device. Owns the registry and, when a port is given, the HTTP
-// exposer serving it at /metrics. Every method is thread-safe and non-blocking apart from a
-// short internal lock; none does I/O (scrapes are served on the exposer's own threads).
+// server answering scrapes at /metrics. Every method is thread-safe and non-blocking apart from a
+// short internal lock; none does I/O (scrapes are served on the HTTP server's own thread).
+// NOTE: we serve HTTP ourselves (MetricsHttpServer) instead of prometheus-cpp's CivetWeb
+// Exposer: CivetWeb's 100 KiB thread stacks cannot hold the static TLS of a CUDA build
+// (cuBLASLt + OpenBLAS), so its threads never started in gemm_server.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +21,6 @@
 
 namespace prometheus {
 class Counter;
-class Exposer;
 class Gauge;
 class Histogram;
 class Registry;
@@ -28,6 +30,8 @@ class Family;
 
 namespace gemm::core {
 
+class MetricsHttpServer;
+
 // Metric names (all prefixed `gemm_`):
 //   gemm_rpcs_total{method,code}                 counter, finished RPCs
 //   gemm_queue_seconds{device}                   histogram, time queued in the batcher
@@ -35,9 +39,9 @@ namespace gemm::core {
 //   gemm_compute_seconds{device}                 histogram, kernel time
 //   gemm_copy_out_seconds{device}                histogram, device-to-host copy time
 //   gemm_request_seconds{device}                 histogram, total time in the server
-//   gemm_batch_rows{device}                      histogram, rows (sum of M) of the batch a request
-//   ran in gemm_batch_requests{device}                  histogram, requests in the batch a request
-//   ran in gemm_queue_depth                             gauge, requests queued in the batcher
+//   gemm_batch_rows{device}                      histogram, rows (sum of M) of a request's batch
+//   gemm_batch_requests{device}                  histogram, requests in a request's batch
+//   gemm_queue_depth                             gauge, requests queued in the batcher
 //   gemm_batcher_dropped_total{reason}           counter, requests answered by the batcher without
 //                                                running (reason: deadline, cancelled, queue_full,
 //                                                shutdown)
@@ -49,9 +53,10 @@ namespace gemm::core {
 // The `device` label is the CUDA ordinal, or "cpu" for -1.
 class Metrics {
  public:
-  // Creates the metrics. `port` > 0 also starts an HTTP exposer on `host`:`port` serving
-  // /metrics (INVALID_ARGUMENT for a port out of range, UNAVAILABLE when it cannot bind);
-  // `port` == 0 keeps a registry only (tests, or when metrics are scraped some other way).
+  // Creates the metrics. `port` > 0 also starts an HTTP server on `host`:`port` ("" or
+  // "0.0.0.0" = all interfaces, else an IPv4 address) serving /metrics (INVALID_ARGUMENT for a
+  // port out of range or a bad host, UNAVAILABLE when it cannot bind); `port` == 0 keeps a
+  // registry only (tests, or when metrics are scraped some other way).
   static absl::StatusOr<std::unique_ptr<Metrics>> Create(int port,
                                                          const std::string& host = "0.0.0.0");
 
@@ -92,7 +97,7 @@ class Metrics {
   // The current metrics in Prometheus text exposition format (what a scrape returns).
   std::string Serialize() const;
 
-  // The port the exposer listens on, or 0 without an exposer.
+  // The port /metrics is served on, or 0 without an HTTP server.
   int port() const { return port_; }
 
  private:
@@ -110,7 +115,6 @@ class Metrics {
   DeviceHistograms& HistogramsFor(int device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
 
   // Families are owned by `registry_`.
@@ -138,6 +142,9 @@ class Metrics {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, prometheus::Gauge*> kernel_gauges_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, std::string> kernel_names_ ABSL_GUARDED_BY(mu_);
+
+  // Last, so it is destroyed first: its thread calls Serialize() until then.
+  std::unique_ptr<MetricsHttpServer> http_;
 };
 
 }  // namespace gemm::core

@@ -10,9 +10,10 @@ add_executable(integration_test
   ${CMAKE_CURRENT_LIST_DIR}/gemm_requests_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/bad_input_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/lifecycle_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/metrics_endpoint_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_util.cc)
-target_link_libraries(integration_test PRIVATE gemm_test_server_process gemm_common
-                                               GTest::gtest_main absl::random_random)
+target_link_libraries(integration_test PRIVATE gemm_test_server_process gemm_test_loopback_http
+                                               gemm_common GTest::gtest_main absl::random_random)
 gtest_discover_tests(integration_test DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300)
 
 add_test(NAME cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli_test.sh $<TARGET_FILE:gemm_server>
