@@ -89,9 +89,11 @@ absl::StatusOr<std::unique_ptr<Bench>> Bench::Create(const BenchOptions& opts) {
     BENCH_RETURN_IF_ERROR(Cuda(cudaEventCreate(&b->stop_[i]), "cudaEventCreate"));
   }
   b->seed_ = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  if (opts.no_split) {
+  if (opts.no_split || opts.tile_m > 0) {
     kernel::sm90::TuningOverride o;
-    o.debug_flags = kernel::sm90::kDebugNoSplit;
+    o.debug_flags = opts.no_split ? kernel::sm90::kDebugNoSplit : 0;
+    o.block_m = opts.tile_m;
+    o.block_n = opts.tile_n;
     kernel::sm90::SetTuningOverride(o);
   }
   return b;

@@ -30,6 +30,7 @@ struct BenchOptions {
   bool direct_small_m = false;  // call sm90::SmallMGemm directly for M <= 128 (skip dispatch)
   bool sm90_main = false;       // time sm90::Gemm (the WGMMA kernel) directly, bypassing small-M
   bool no_split = false;        // WGMMA kernel without its tail split-K (kDebugNoSplit)
+  int tile_m = 0, tile_n = 0;   // > 0: force the WGMMA kernel's tile (tuning override)
   int64_t force_ctas = 0;       // with direct_small_m: grid size override (0 = heuristic)
   double mem_fraction = 0.6;    // share of free device memory the operand sets may use
 };

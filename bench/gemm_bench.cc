@@ -4,7 +4,7 @@
 //
 //   gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both] [--dtype bf16|f32]
 //              [--json] [--csv] [--check] [--reps N] [--warmup N] [--shapes DIR]
-//              [--direct] [--ctas N] [--sm90_main] [--no_split]
+//              [--direct] [--ctas N] [--sm90_main] [--no_split] [--tile MxN]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,12 +28,14 @@ constexpr char kUsage[] =
     "usage: gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both]\n"
     "                  [--dtype bf16|f32] [--json] [--csv] [--check] [--reps N] [--warmup N]\n"
     "                  [--shapes DIR] [--direct] [--ctas N] [--sm90_main] [--no_split]\n"
+    "                  [--tile MxN]\n"
     "  --json    one JSON object per line on stdout (the table goes to stderr)\n"
     "  --csv     CSV lines on stdout instead of the table\n"
     "  --check   compare ours with cuBLASLt (relative Frobenius error) before timing\n"
     "  --direct  run the small-M kernel directly for M <= 128 (bypass the dispatch)\n"
     "  --sm90_main  time the SM90 WGMMA kernel directly (bypass the dispatch and small-M)\n"
     "  --no_split   never split the WGMMA kernel's last wave along K (A/B timing)\n"
+    "  --tile MxN   force the WGMMA kernel's tile (128x256, 256x128 or 128x128)\n"
     "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n";
 
 struct Flags {
@@ -62,6 +64,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->bench.sm90_main = true;
     } else if (arg == "--no_split") {
       f->bench.no_split = true;
+    } else if (arg == "--tile" && value(&v)) {
+      if (std::sscanf(v.c_str(), "%dx%d", &f->bench.tile_m, &f->bench.tile_n) != 2) return false;
     } else if (arg == "--direct") {
       f->bench.direct_small_m = true;
     } else if (arg == "--set" && value(&v)) {

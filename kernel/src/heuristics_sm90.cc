@@ -53,6 +53,18 @@ int64_t NumTiles(const ShapeQuery& q, const TileConfig& cfg) {
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   sm_count = std::max(sm_count, 2);
   TileConfig best;
+  if (q.tiles_hint == 0 && q.m <= kWideDecodeMaxRows) {
+    // Decode-like: one M tile, the time is reading B. The widest tile streams B in the fewest,
+    // longest runs; the launcher's tail split-K restores parallelism. Measured on H200
+    // (gemm_bench --sm90_main --tile, M=64, N/K in {8192, 28672}): 128x256 0.0509/0.1251/0.1297
+    // ms vs 128x128 0.0549/0.1662/0.1493 ms.
+    best.block_m = 128;
+    best.block_n = 256;
+    best.cluster_m = 1;
+    best.group_m = 2048 / best.block_m;
+    best.stages = MaxStages(best.block_m, best.block_n, q.fp32_out, smem_limit);
+    return best;
+  }
   double best_time = -1.0;
   // Candidates in order of preference on ties: 128x256, 256x128, 128x128.
   constexpr int kTiles[3][2] = {{128, 256}, {256, 128}, {128, 128}};

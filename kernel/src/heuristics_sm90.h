@@ -34,6 +34,10 @@ int MaxStages(int block_m, int block_n, bool fp32_out, int smem_limit);
 // Number of CTA tiles a problem of `q` splits into under `cfg`.
 int64_t NumTiles(const ShapeQuery& q, const TileConfig& cfg);
 
+// Up to this many rows (one M tile, bound by reading B) a single problem always gets 128x256
+// tiles without a cluster.
+inline constexpr int64_t kWideDecodeMaxRows = 64;
+
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
 // opt-in shared memory per block.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);

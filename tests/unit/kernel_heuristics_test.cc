@@ -37,6 +37,23 @@ TEST(HeuristicsSm90, SingleRowOfTilesAvoidsClusters) {
   EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
 }
 
+TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
+  // M <= 64: memory bound, 128x256 without a cluster even though 128x128 would fill more SMs.
+  for (int64_t m : {1, 33, 64}) {
+    ShapeQuery q;
+    q.m = m, q.n = 8192, q.k = 8192;
+    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+    EXPECT_EQ(cfg.block_m, 128) << m;
+    EXPECT_EQ(cfg.block_n, 256) << m;
+    EXPECT_EQ(cfg.cluster_m, 1) << m;
+    EXPECT_GE(cfg.stages, 4) << m;
+  }
+  // Groups keep the general choice.
+  ShapeQuery g;
+  g.m = 64, g.n = 8192, g.k = 8192, g.tiles_hint = 64;
+  EXPECT_EQ(ChooseConfig(g, kH100Sms, kSmemOptin).block_n, 128);
+}
+
 TEST(HeuristicsSm90, NarrowTilesWhenWideOnesLeaveSmsIdle) {
   // 1024 x 1024: 8 x 4 = 32 wide tiles (a quarter of the SMs) vs 64 narrow ones.
   ShapeQuery q;

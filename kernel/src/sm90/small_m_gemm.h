@@ -21,7 +21,10 @@
 namespace gemm::kernel::sm90 {
 
 // Largest M the dispatch sends to the small-M kernel (SmallMGemm itself accepts M <= 128).
-inline constexpr int64_t kSmallMMaxRows = 64;
+// Above it the WGMMA kernel with 128x256 tiles and tail split-K is faster: measured on H200
+// (gemm_bench --sm90_main vs --direct, N/K in {8192, 28672}, both layouts, summed time): M=32
+// 0.654 vs 0.618 ms, M=40 0.643 vs 0.643, M=48 0.638 vs 0.658, M=64 0.634 vs 0.696.
+inline constexpr int64_t kSmallMMaxRows = 40;
 
 // True when the small-M kernel should run `args` (1 <= M <= kSmallMMaxRows).
 bool UseSmallM(const StridedBatch& args, int sm_count);
