@@ -300,6 +300,10 @@ TEST_F(SmallMTest, NoWorkspaceFallsBackToWholeTiles) {
   p.k = 5000;
   p.lda = p.ldb = 5000;
   p.ldd = 700;
+  // NOTE: B is [N,K] (700 x 5000, pitch 5000): the slice holds exactly that. With the default
+  // [K,N] layout and this pitch the kernel read 5000 x 5000 elements, past the slice and, for a
+  // slice near the end of the pool, past the allocation (seen on H200: inf in both outputs).
+  p.b_layout = BLayout::kNK;
   p.a = Slice(9 * 5000);
   p.b = Slice(700 * 5000);
   p.d = d_;
