@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# One-GPU vs two-GPU service throughput (issue #4), run ON THE GPU MACHINE (kind nvidia-h200-x2)
+# from a device bundle with gemm_server, gemm_client and gemm_loadgen on PATH:
+#   ../shared/tools/device-bundle.sh .device-bundle-svc build/server/gemm_server \
+#       build/client/gemm_client build/client/loadgen/gemm_loadgen
+#   source .device-bundle-svc/env.sh && scripts/gpu_multi_gpu_bench.sh
+# For each load, the same server binary runs once with CUDA_VISIBLE_DEVICES=0 and once with both
+# GPUs; resident matrices are replicated on every GPU (--replicate_resident). Writes loadgen JSON
+# reports, server logs and a summary (summary.txt) under $OUT (default /tmp/gemm-multi-gpu).
+set -uo pipefail
+OUT=${OUT:-/tmp/gemm-multi-gpu}
+mkdir -p "$OUT"
+WINDOW=${WINDOW:-2}
+port=50251
+
+start_server() {  # start_server NAME DEVICES FLAGS...
+  local name=$1 devices=$2
+  shift 2
+  port=$((port + 1))
+  CUDA_VISIBLE_DEVICES=$devices gemm_server --backend=cuda --host=127.0.0.1 --port=$port \
+    --metrics_port=0 --replicate_resident "$@" >"$OUT/server-$name.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 300); do
+    gemm_client --target=127.0.0.1:$port info >"$OUT/info-$name.json" 2>/dev/null && return 0
+    sleep 0.2
+  done
+  echo "server $name did not start"
+  cat "$OUT/server-$name.log"
+  return 1
+}
+
+stop_server() { kill -TERM $server_pid; wait $server_pid; }
+
+loadgen() {  # loadgen NAME FLAGS...
+  local name=$1
+  shift
+  gemm_loadgen --target=127.0.0.1:$port --warmup_s=1 --window_s=$WINDOW --max_windows=4 \
+    --progress=off --json="$OUT/$name.json" "$@" >"$OUT/$name.txt" 2>&1
+  echo "== $name" >>"$OUT/summary.txt"
+  tail -n 12 "$OUT/$name.txt" >>"$OUT/summary.txt"
+}
+
+run_load() {  # run_load LOAD FLAGS... (loadgen flags), once per GPU count
+  local load=$1
+  shift
+  for devices in 0 0,1; do
+    local tag=$load-gpus$(( ${#devices} / 2 + 1 ))
+    start_server "$tag" "$devices" && {
+      loadgen "$tag" "$@"
+      stop_server
+    }
+  done
+}
+
+nvidia-smi --query-gpu=index,name,memory.total,clocks.sm --format=csv | tee "$OUT/gpu.txt"
+: >"$OUT/summary.txt"
+# Most GPU work per transported byte the API allows: resident B 8192x8192, M=2048 rows per
+# request (69 GFLOP, 32 MiB in + 32 MiB out).
+run_load resident-m2048 --shapes=2048x8192x8192 --b=resident --b_layout=nk --concurrency=32 \
+  --channels=4 --verify_fraction=0.01
+# Large inline requests (A and B in the request).
+run_load inline-4096 --shapes=4096x4096x4096 --b=inline --concurrency=16 --channels=4
+# Decode: resident B, M=16.
+run_load decode-m16 --shapes=16x8192x8192 --b=resident --b_layout=nk --concurrency=64 --channels=8
+echo "gpu_multi_gpu_bench: done"
