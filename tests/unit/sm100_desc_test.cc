@@ -117,5 +117,41 @@ TEST(Sm100KSlice, AdvanceEqualsDescriptorOfAdvancedAddress) {
   }
 }
 
+// Seed 000 level 9: wave w of a 256-row K-major X stage starts 128 rows x 128 bytes in; only the
+// descriptor's start-address field moves (16 KiB >> 4 = 1024).
+TEST(Sm100Desc, MWaveOffset) {
+  EXPECT_EQ(WaveXOffsetBytes(0, 128), 0u);
+  EXPECT_EQ(WaveXOffsetBytes(1, 128), 16384u);
+  EXPECT_EQ(WaveXOffsetBytes(1, 128) % kSwizzleAtomBytes, 0u);  // swizzle phase kept
+  const uint64_t d0 = MakeKMajorDesc(0x8000);
+  const uint64_t d1 = AdvanceDesc(d0, WaveXOffsetBytes(1, 128));
+  EXPECT_EQ(d1 - d0, 1024u);
+  EXPECT_EQ(d1, MakeKMajorDesc(0x8000 + 16384));
+  // K-slice advance on top of the wave offset: same as a descriptor built at the sum.
+  EXPECT_EQ(AdvanceDesc(d0, WaveXOffsetBytes(1, 128) + 3 * KSliceAdvanceBytes(Major::kK, 16)),
+            MakeKMajorDesc(0x8000 + 16384 + 96));
+}
+
+// Seed 000 "Critical Insight: Accumulation Flag for M-Waves": RIGHT = (kb > 0 || k > 0), the
+// same for every wave; WRONG = (kb > 0 || k > 0 || w > 0).
+TEST(Sm100Desc, AccumulateFlagIgnoresWave) {
+  EXPECT_EQ(AccumulateFlag(0, 0), 0u);  // every wave clears on the tile's first K step
+  EXPECT_EQ(AccumulateFlag(0, 1), 1u);
+  EXPECT_EQ(AccumulateFlag(0, 3), 1u);
+  EXPECT_EQ(AccumulateFlag(1, 0), 1u);
+  EXPECT_EQ(AccumulateFlag(7, 2), 1u);
+  // Per (kb, k): exactly one clearing MMA per wave per tile; the seed's WRONG rule would let
+  // wave 1 accumulate onto the previous tile's values at (0, 0).
+  for (int32_t kb = 0; kb < 4; ++kb) {
+    for (int32_t k = 0; k < 4; ++k) {
+      for (int32_t w = 0; w < 2; ++w) {
+        const uint32_t wrong = (kb > 0 || k > 0 || w > 0) ? 1u : 0u;
+        EXPECT_EQ(AccumulateFlag(kb, k), (kb == 0 && k == 0) ? 0u : 1u);
+        if (kb == 0 && k == 0 && w == 1) EXPECT_NE(AccumulateFlag(kb, k), wrong);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gemm::kernel::sm100

@@ -81,10 +81,39 @@ TEST(Sm100Layout, MnMajorDescriptorReadsWhatTmaWrote) {
   }
 }
 
+// Two M-waves (seed 000 level 9): the X stage is ONE TMA box of 256 rows; wave w's UMMA reads
+// its 128 rows (TMEM lanes 0..127) through a descriptor started WaveXOffsetBytes(w) in.
+TEST(Sm100Layout, MWaveDescriptorsReadTheirHalfOfTheBox) {
+  using Cfg = KernelConfig<256, false, false, 2>;
+  for (int s = 0; s < Cfg::kStages; ++s) {
+    const uint32_t base = Cfg::kXOffset + s * Cfg::kXStageBytes;
+    for (uint32_t wave = 0; wave < 2; ++wave) {
+      for (uint32_t slice = 0; slice < 4; ++slice) {
+        const uint64_t desc =
+            AdvanceDesc(MakeKMajorDesc(base), WaveXOffsetBytes(wave, Cfg::kWaveRows) +
+                                                  slice * KSliceAdvanceBytes(Major::kK, 16));
+        const Decoded d = Decode(desc);
+        for (uint32_t lane = 0; lane < 128; ++lane) {
+          for (uint32_t k = 0; k < 16; ++k) {
+            ASSERT_EQ(UmmaKMajor(d, lane, k), TmaKMajor(base, wave * 128 + lane, slice * 16 + k))
+                << "stage " << s << " wave " << wave << " slice " << slice << " lane " << lane;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(Sm100Layout, StageBasesKeepSwizzlePhase) {
   // Base offset 0 in the descriptor requires every stage to start on a 1024-byte boundary.
   using Wide = KernelConfig<256, false, false>;
   using Swap = KernelConfig<128, true, false>;
+  using Wide2 = KernelConfig<256, false, false, 2>;
+  for (int s = 0; s < Wide2::kStages; ++s) {
+    EXPECT_EQ((Wide2::kXOffset + s * Wide2::kXStageBytes) % 1024, 0u);
+    EXPECT_EQ((Wide2::kXOffset + s * Wide2::kXStageBytes + Wide2::kXWaveBytes) % 1024, 0u);
+    EXPECT_EQ((Wide2::kYOffset + s * Wide2::kYStageBytes) % 1024, 0u);
+  }
   for (int s = 0; s < Wide::kStages; ++s) {
     EXPECT_EQ((Wide::kXOffset + s * Wide::kXStageBytes) % 1024, 0u);
     EXPECT_EQ((Wide::kYOffset + s * Wide::kYStageBytes) % 1024, 0u);

@@ -19,42 +19,19 @@
 #include "gtest/gtest.h"
 #include "sm100/sm100_pipeline.h"
 #include "sm100/sm100_scheduler.h"
+#include "sm100_test_util.h"
 
 namespace gemm::kernel::sm100 {
 namespace {
 
-struct Barrier {
-  uint32_t count = 1;
-  uint32_t pending = 1;
-  int64_t tx = 0;
-  uint32_t completed = 0;
-  void Init(uint32_t c) { count = pending = c; }
-  void Check() {
-    if (pending == 0 && tx == 0) {
-      ++completed;
-      pending = count;
-    }
-  }
-  void Arrive(uint32_t n = 1) {
-    ASSERT_GE(pending, n);
-    pending -= n;
-    Check();
-  }
-  void ArriveExpectTx(int64_t bytes) {
-    tx += bytes;
-    Arrive();
-  }
-  void CompleteTx(int64_t bytes) {
-    tx -= bytes;
-    Check();
-  }
-  bool TryWait(uint32_t parity) const { return (completed & 1u) != parity; }
-};
+using Barrier = testing::MbarrierModel;
+using testing::Shape;
 
-constexpr int kAccum = 2;
 constexpr int64_t kStageBytes = 100;
 
-template <int kStages>
+// kAccum: TMEM accumulators (2: the 1-M-wave kernel's double buffer; 1: the 2-M-wave kernel,
+// whose two waves fill all 512 columns).
+template <int kStages, int kAccum = 2>
 class ClusterModel {
  public:
   ClusterModel(std::vector<ProblemShape> shapes, int32_t cluster_id, int32_t num_clusters,
@@ -93,7 +70,7 @@ class ClusterModel {
           progress = actors[(first + i) % actors.size()]();
         }
       }
-      if (::testing::Test::HasFatalFailure()) return -1;
+      if (::testing::Test::HasFailure()) return -1;
       const bool all_done =
           prod_[0].done && prod_[1].done && mma_.done && epi_[0].done && epi_[1].done;
       if (all_done) {
@@ -175,7 +152,7 @@ class ClusterModel {
     }
     const uint32_t s = p.st.index;
     if (!empty_[c][s].TryWait(p.st.ProducerParity())) return false;
-    full_[0][s].ArriveExpectTx(kStageBytes);  // the leader's full barrier
+    EXPECT_TRUE(full_[0][s].ArriveExpectTx(kStageBytes));  // the leader's full barrier
     const int64_t id = TileId(p.tile), kb = p.kb;
     tma_events_.push_back([this, c, s, id, kb] {
       EXPECT_FALSE(stage_in_use_[s]) << "TMA overwrote a stage the MMA is reading";
@@ -220,13 +197,14 @@ class ClusterModel {
       ++accum_[b].second;
       stage_in_use_[s] = false;
       // The multicast arrivals land in each CTA in no particular order.
-      for (int c = 0; c < 2; ++c) tma_events_.push_back([this, c, s] { empty_[c][s].Arrive(); });
+      for (int c = 0; c < 2; ++c)
+        tma_events_.push_back([this, c, s] { ASSERT_TRUE(empty_[c][s].Arrive()); });
     });
     m.st.Advance();
     if (++m.kb == m.tile.num_k_blocks) {
       mma_events_.push_back([this, b] {
         for (int c = 0; c < 2; ++c) {
-          tma_events_.push_back([this, c, b] { tmem_full_[c][b].Arrive(); });
+          tma_events_.push_back([this, c, b] { ASSERT_TRUE(tmem_full_[c][b].Arrive()); });
         }
       });
       m.acc.Advance();
@@ -255,7 +233,7 @@ class ClusterModel {
     }
     // Done reading TMEM: all 128 threads arrive on the leader's tmem_empty (remote for CTA 1).
     epi_reading_[c][b] = false;
-    tmem_empty_[0][b].Arrive(128);
+    EXPECT_TRUE(tmem_empty_[0][b].Arrive(128)) << "tmem_empty over-arrived";
     e.acc.Advance();
     e.have_tile = false;
     if (c == 0) ++tiles_done_;
@@ -277,17 +255,9 @@ class ClusterModel {
   int tiles_done_ = 0;
 };
 
-ProblemShape Shape(int32_t x, int32_t y, int32_t k) {
-  ProblemShape s;
-  s.rows_x = x;
-  s.rows_y = y;
-  s.k = k;
-  return s;
-}
-
 using Sched = TileScheduler<256, 256, 64>;
 
-template <int kStages>
+template <int kStages, int kAccum = 2>
 void RunMany(int seeds) {
   const std::vector<std::vector<ProblemShape>> groups = {
       {Shape(256, 256, 64)},        // one tile, one K block
@@ -298,7 +268,7 @@ void RunMany(int seeds) {
     for (int32_t clusters : {1, 3}) {
       for (int32_t cid = 0; cid < clusters; ++cid) {
         for (int seed = 0; seed < seeds; ++seed) {
-          ClusterModel<kStages> model(g, cid, clusters, 1000 * seed + cid);
+          ClusterModel<kStages, kAccum> model(g, cid, clusters, 1000 * seed + cid);
           const int done = model.Run();
           ASSERT_FALSE(::testing::Test::HasFailure()) << "seed " << seed << " cluster " << cid;
           // This cluster's share of the tiles.
@@ -315,6 +285,8 @@ void RunMany(int seeds) {
 TEST(Sm100Protocol, TwoStages) { RunMany<2>(30); }
 TEST(Sm100Protocol, SixStages) { RunMany<6>(30); }
 TEST(Sm100Protocol, EightStages) { RunMany<8>(10); }
+// The 2-M-wave configuration: 4 stages (seed 000 level 9), one TMEM accumulator.
+TEST(Sm100Protocol, FourStagesOneAccumulator) { RunMany<4, 1>(30); }
 
 }  // namespace
 }  // namespace gemm::kernel::sm100

@@ -4,6 +4,7 @@
 // consecutive M blocks share one N block).
 #include "sm100/sm100_scheduler.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -11,9 +12,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "sm100_test_util.h"
 
 namespace gemm::kernel::sm100 {
 namespace {
+
+using testing::Shape;
 
 using Wide = TileScheduler<256, 256, 64>;
 using Narrow = TileScheduler<256, 128, 64>;
@@ -57,14 +61,6 @@ void ExpectExactCover(const std::vector<ProblemShape>& shapes, int32_t num_probl
   }
   EXPECT_EQ(static_cast<int64_t>(seen.size()), expected);
   EXPECT_EQ(Sched::TotalTiles(shapes.data(), num_problems, uniform), expected);
-}
-
-ProblemShape Shape(int32_t x, int32_t y, int32_t k) {
-  ProblemShape s;
-  s.rows_x = x;
-  s.rows_y = y;
-  s.k = k;
-  return s;
 }
 
 TEST(Sm100Scheduler, EveryTileOnceSingleProblem) {
@@ -162,6 +158,57 @@ TEST(Sm100Scheduler, MoreClustersThanTiles) {
   EXPECT_FALSE(first.Next(&t));
   Wide idle(shapes.data(), 1, true, 16, 1, 74);
   EXPECT_FALSE(idle.Next(&t));
+}
+
+// 2 M-waves (seed 000 level 9): 512 x 256 cluster tiles.
+TEST(Sm100Scheduler, EveryTileOnceTwoMWaves) {
+  using Wide2 = TileScheduler<512, 256, 64>;
+  for (int32_t m : {1, 511, 512, 513, 8192 + 300}) {
+    for (int32_t clusters : {1, 7, 74}) {
+      ExpectExactCover<Wide2, 512, 256>({Shape(m, 4096, 4096)}, 1, true, 16, clusters);
+      ExpectExactCover<Wide2, 512, 256>({Shape(m, 1000, 64)}, 3, true, 16, clusters);
+    }
+  }
+}
+
+// TileAt(linear) is what the static round robin walks (Next) and what Cluster Launch Control asks
+// for by cluster id, in any order.
+TEST(Sm100Scheduler, TileAtMatchesNext) {
+  std::mt19937 rng(77);
+  std::uniform_int_distribution<int32_t> dim(1, 2000);
+  for (int iter = 0; iter < 30; ++iter) {
+    const int32_t n = 1 + iter % 5;
+    std::vector<ProblemShape> shapes;
+    for (int32_t i = 0; i < n; ++i) {
+      shapes.push_back(Shape(dim(rng), dim(rng), dim(rng)));
+      shapes.back().k_splits = 1 + static_cast<int32_t>(rng() % 3);
+    }
+    const bool uniform = iter % 2 == 0;
+    const int32_t problems = uniform ? 1 + iter % 3 : n;
+    Wide seq(shapes.data(), problems, uniform, 4, 0, 1);
+    const int64_t total = Wide::TotalTiles(shapes.data(), problems, uniform);
+    std::vector<WorkTile> by_next;
+    WorkTile t;
+    while (seq.Next(&t)) by_next.push_back(t);
+    ASSERT_EQ(static_cast<int64_t>(by_next.size()), total);
+    // Random order of ids on one scheduler object (the cursor must cope with going back).
+    std::vector<int64_t> ids(static_cast<std::size_t>(total));
+    for (int64_t i = 0; i < total; ++i) ids[static_cast<std::size_t>(i)] = i;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    Wide any(shapes.data(), problems, uniform, 4, 0, 1);
+    for (int64_t id : ids) {
+      ASSERT_TRUE(any.TileAt(id, &t));
+      const WorkTile& e = by_next[static_cast<std::size_t>(id)];
+      EXPECT_EQ(t.problem, e.problem);
+      EXPECT_EQ(t.block_x, e.block_x);
+      EXPECT_EQ(t.block_y, e.block_y);
+      EXPECT_EQ(t.split, e.split);
+      EXPECT_EQ(t.k_block_begin, e.k_block_begin);
+      EXPECT_EQ(t.num_k_blocks, e.num_k_blocks);
+    }
+    EXPECT_FALSE(any.TileAt(total, &t));
+    EXPECT_FALSE(any.TileAt(-1, &t));
+  }
 }
 
 }  // namespace

@@ -11,9 +11,12 @@
 
 #include "gtest/gtest.h"
 #include "sm100/sm100_scheduler.h"
+#include "sm100_test_util.h"
 
 namespace gemm::kernel::sm100 {
 namespace {
+
+using testing::Shape;
 
 using Swap = TileScheduler<256, 128, 64>;
 
@@ -43,15 +46,6 @@ TEST(Sm100Split, Workspace) {
   EXPECT_EQ(MaxSplitsFor(SplitWorkspaceBytes(16, 4096), 16, 4096), kMaxKSplits);
   EXPECT_EQ(MaxSplitsFor(3 * SplitSliceBytes(7, 100) + 5, 7, 100), 3);
   EXPECT_EQ(MaxSplitsFor(0, 7, 100), 0);
-}
-
-ProblemShape Shape(int32_t x, int32_t y, int32_t k, int32_t splits) {
-  ProblemShape s;
-  s.rows_x = x;
-  s.rows_y = y;
-  s.k = k;
-  s.k_splits = splits;
-  return s;
 }
 
 TEST(Sm100Split, SchedulerCoversEveryTileAndKBlockOnce) {

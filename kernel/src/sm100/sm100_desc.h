@@ -71,4 +71,21 @@ SM100_HD constexpr uint64_t AdvanceDesc(uint64_t desc, uint32_t bytes) {
   return desc + (bytes >> 4);
 }
 
+// M-waves (seed 000 level 9, item 3). Start of wave `wave`'s rows inside a K-major SWIZZLE_128B
+// X stage: rows are 128 bytes and 8-row swizzle atoms are contiguous (SBO = 1024), so wave w's
+// 128 rows start w * 128 * 128 = w * 16 KiB in (a multiple of the 1024-byte atom: the swizzle
+// phase and the descriptor's base offset stay 0). DeepGEMM's make_umma_desc(smem_a, w *
+// LAYOUT_AD_M, k * UMMA_K) does the same.
+SM100_HD constexpr uint32_t WaveXOffsetBytes(uint32_t wave, uint32_t wave_rows) {
+  return wave * wave_rows * 128u;
+}
+
+// The UMMA's enable-input-d (scale-c) flag: accumulate except on the tile's first K slice.
+// Seed 000 "Critical Insight: Accumulation Flag for M-Waves": each M-wave writes separate TMEM
+// columns, so the flag does NOT depend on the wave: every wave clears on its first K step
+// (`(kb > 0 || k > 0 || w > 0)` would leave wave 1 adding onto stale TMEM).
+SM100_HD constexpr uint32_t AccumulateFlag(int32_t k_block, int32_t k_slice) {
+  return (k_block > 0 || k_slice > 0) ? 1u : 0u;
+}
+
 }  // namespace gemm::kernel::sm100

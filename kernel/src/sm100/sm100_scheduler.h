@@ -81,6 +81,15 @@ class TileScheduler {
   SM100_HD bool Next(WorkTile* tile) {
     const int64_t linear = next_linear_;
     next_linear_ += num_clusters_;
+    return TileAt(linear, tile);
+  }
+
+  // Writes work unit `linear` (0 .. TotalTiles-1, grouped-L2 order within each problem) to
+  // `*tile`; false when `linear` is past the last one. The static round robin asks for
+  // cluster_id, cluster_id + num_clusters, ...; the Cluster Launch Control scheduler asks for the
+  // cluster id it was launched as, then for the ids of the clusters it cancelled (any order).
+  SM100_HD bool TileAt(int64_t linear, WorkTile* tile) {
+    if (linear < 0) return false;
     int32_t problem = 0;
     int64_t local = 0;
     if (uniform_) {
@@ -91,7 +100,13 @@ class TileScheduler {
       if (problem >= num_problems_) return false;
       local = linear - static_cast<int64_t>(problem) * tiles;
     } else {
-      // Tiles only move forward, so the cursor only moves forward too.
+      // The static schedule only moves forward, so the cursor does too; CLC ids may come in
+      // any order: restart the walk when one lies before the cursor.
+      if (linear < cur_start_) {
+        cur_problem_ = 0;
+        cur_start_ = 0;
+        cur_tiles_ = num_problems_ > 0 ? TilesOf(shapes_[0]) : 0;
+      }
       while (cur_problem_ < num_problems_ && linear >= cur_start_ + cur_tiles_) {
         cur_start_ += cur_tiles_;
         ++cur_problem_;
