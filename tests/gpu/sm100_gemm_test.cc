@@ -1,11 +1,14 @@
 // Correctness of the SM100 tcgen05 kernel (KernelKind::kSm100) against cuBLASLt on the same
 // inputs: both B layouts, BF16/FP32 output, alpha/beta, ragged M/N/K, the small-M swap-AB
-// variant (with split-K when given a workspace), strided batches and groups. Runs only on compute
+// variant (with split-K when given a workspace), strided batches and groups, the 2-M-wave wide
+// variant and the Cluster Launch Control scheduler (switched through GEMM_SM100_M_WAVES and
+// GEMM_SM100_CLC, read by the launcher on every call). Runs only on compute
 // capability 10.x (GB200/B200); elsewhere the kernel tests skip with a reason and the dispatch test
 // checks that kAuto never picks the SM100 kernel and that asking for it fails cleanly.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -44,13 +47,29 @@ struct Case {
   float alpha = 1.0f;
   float beta = 0.0f;
   int64_t batch = 1;
+  bool clc = false;  // GEMM_SM100_CLC=1: Cluster Launch Control scheduler
+  int waves = 0;     // GEMM_SM100_M_WAVES: force 1 or 2 M-waves (0: the heuristic)
 };
 
 std::string Name(const Case& c) {
   return std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) +
          (c.layout == BLayout::kKN ? "_kn" : "_nk") + (c.out == DType::kFP32 ? "_f32" : "_bf16") +
-         (c.beta != 0 ? "_beta" : "") + (c.batch > 1 ? "_b" + std::to_string(c.batch) : "");
+         (c.beta != 0 ? "_beta" : "") + (c.batch > 1 ? "_b" + std::to_string(c.batch) : "") +
+         (c.clc ? "_clc" : "") + (c.waves != 0 ? "_w" + std::to_string(c.waves) : "");
 }
+
+// Sets the SM100 launcher's environment switches for one test and restores them after.
+class TuningEnv {
+ public:
+  TuningEnv(bool clc, int waves) {
+    if (clc) setenv("GEMM_SM100_CLC", "1", 1);
+    if (waves != 0) setenv("GEMM_SM100_M_WAVES", std::to_string(waves).c_str(), 1);
+  }
+  ~TuningEnv() {
+    unsetenv("GEMM_SM100_CLC");
+    unsetenv("GEMM_SM100_M_WAVES");
+  }
+};
 
 // Device operands of one strided batch (dense pitches rounded to 16 bytes).
 struct Operands {
@@ -124,6 +143,7 @@ class Sm100VsCublasLt : public ::testing::TestWithParam<Case> {};
 TEST_P(Sm100VsCublasLt, Matches) {
   SKIP_UNLESS_SM100();
   const Case cs = GetParam();
+  const TuningEnv env(cs.clc, cs.waves);
   std::mt19937_64 rng(42);
   Operands o = Make(cs, rng);
   cudaStream_t stream;
@@ -178,11 +198,28 @@ INSTANTIATE_TEST_SUITE_P(
         Case{32, 2048, 14336, BLayout::kKN, DType::kFP32},
         // Strided batches (batch = third TMA dimension).
         Case{320, 1024, 1024, BLayout::kNK, DType::kBF16, 1.0f, 0.0f, 3},
-        Case{64, 512, 256, BLayout::kKN, DType::kFP32, 1.0f, 1.0f, 4}),
+        Case{64, 512, 256, BLayout::kKN, DType::kFP32, 1.0f, 1.0f, 4},
+        // Two M-waves (512 x 256 cluster tiles, one TMEM accumulator), forced on small and
+        // ragged shapes; 8192^3 and 4096^3 above take them through the heuristic.
+        Case{1000, 520, 136, BLayout::kNK, DType::kBF16, 1.0f, 0.0f, 1, false, 2},
+        Case{777, 1111, 1000, BLayout::kKN, DType::kFP32, 0.5f, 1.0f, 1, false, 2},
+        Case{513, 256, 64, BLayout::kNK, DType::kBF16, 1.0f, 0.0f, 1, false, 2},
+        Case{320, 1024, 1024, BLayout::kKN, DType::kBF16, 1.0f, 0.0f, 3, false, 2},
+        Case{2048, 2048, 2048, BLayout::kNK, DType::kBF16, 1.0f, 0.0f, 1, false, 1},
+        // Cluster Launch Control scheduler (grid = one cluster per tile).
+        Case{1000, 520, 136, BLayout::kNK, DType::kBF16, 1.0f, 0.0f, 1, true},
+        Case{4096, 4096, 4096, BLayout::kKN, DType::kBF16, 1.0f, 0.0f, 1, true, 1},
+        Case{8192, 8192, 8192, BLayout::kNK, DType::kBF16, 1.0f, 0.0f, 1, true, 2},
+        Case{8, 8192, 8192, BLayout::kNK, DType::kBF16, 0.5f, 1.0f, 1, true},  // + split-K
+        Case{77, 333, 8, BLayout::kKN, DType::kBF16, 1.0f, 0.0f, 1, true},
+        Case{320, 1024, 1024, BLayout::kNK, DType::kFP32, 1.0f, 1.0f, 3, true}),
     [](const ::testing::TestParamInfo<Case>& info) { return Name(info.param); });
 
-TEST(Sm100Grouped, MatchesCublasLtPerProblem) {
+class Sm100Grouped : public ::testing::TestWithParam<bool> {};  // param: CLC on
+
+TEST_P(Sm100Grouped, MatchesCublasLtPerProblem) {
   SKIP_UNLESS_SM100();
+  const TuningEnv env(GetParam(), 0);
   std::mt19937_64 rng(7);
   const std::vector<Case> cases = {{128, 256, 512, BLayout::kNK, DType::kBF16},
                                    {64, 128, 256, BLayout::kNK, DType::kBF16},
@@ -218,6 +255,11 @@ TEST(Sm100Grouped, MatchesCublasLtPerProblem) {
     EXPECT_LT(RelError(got, o.p.ldd, want, o.p.ldd, o.p.m, o.p.n), 1e-2) << "problem " << i;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Scheduler, Sm100Grouped, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "Clc" : "Static");
+                         });
 
 // Runs on every GPU: the dispatch picks SM100 only on compute capability 10.0, and asking for it
 // elsewhere fails with FAILED_PRECONDITION instead of launching sm_100a code.

@@ -1,6 +1,8 @@
-// Host entry points of the SM100 kernel (sm100_gemm.h): picks the variant (wide 256x256 tiles or
-// the small-M swap-AB kernel), encodes the TMA tensor maps, sizes the persistent grid from the
-// device and launches through sm100_launch.cu. Host C++ only (CUDA driver/runtime API, absl).
+// Host entry points of the SM100 kernel (sm100_gemm.h): picks the variant (wide 256x256 tiles,
+// their 2-M-wave 512x256 form for large shapes, or the small-M swap-AB kernel), encodes the TMA
+// tensor maps, sizes the grid from the device (persistent, or one cluster per tile with Cluster
+// Launch Control) and launches through sm100_launch.cu. Host C++ only (CUDA driver/runtime API,
+// absl).
 #include "sm100/sm100_gemm.h"
 
 #include <cuda.h>
@@ -9,12 +11,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "cuda_status.h"
+#include "sm100/sm100_clc.h"
 #include "sm100/sm100_config.h"
 #include "sm100/sm100_params.h"
 #include "sm100/sm100_scheduler.h"
@@ -53,6 +58,26 @@ absl::StatusOr<DeviceInfo> QueryDevice() {
       cudaDeviceGetAttribute(&info.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
       "smem opt-in"));
   return info;
+}
+
+// Scheduling and tile-shape choices of one call, from the environment (read per call, so tests
+// can switch them; the public LaunchOptions has no SM100-specific fields):
+//   GEMM_SM100_CLC=1        Cluster Launch Control scheduler (default off, see docs/sm100.md)
+//   GEMM_SM100_M_WAVES=1|2  force the wide kernel's M-waves (default: ChooseMWaves)
+struct Tuning {
+  bool clc = false;
+  int m_waves = 0;  // 0: heuristic
+};
+
+Tuning ReadTuning() {
+  Tuning t;
+  const char* clc = std::getenv("GEMM_SM100_CLC");
+  t.clc = clc != nullptr && std::strcmp(clc, "1") == 0;
+  const char* waves = std::getenv("GEMM_SM100_M_WAVES");
+  if (waves != nullptr && (std::strcmp(waves, "1") == 0 || std::strcmp(waves, "2") == 0)) {
+    t.m_waves = waves[0] - '0';
+  }
+  return t;
 }
 
 // Rank-3 tiled tensor map over a row-major [batch][outer][inner] bf16/f32 array.
@@ -111,7 +136,7 @@ struct BatchStrides {
 absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
                                       const VariantKey& key) {
   const uint64_t batch = static_cast<uint64_t>(bs.batch);
-  const int x_rows_box = 128;                     // per-CTA X rows
+  const int x_rows_box = 128 * key.m_waves;       // per-CTA X rows (one box: <= 256)
   const int y_rows_box = key.swap_ab ? 64 : 128;  // per-CTA Y rows (kUmmaN / 2)
   // A: [M, K] row-major, always K-major.
   MapSpec a{.ptr = p.a,
@@ -199,7 +224,20 @@ VariantKey KeyOf(const Problem& p, bool swap_ab) {
 }
 
 // Persistent grid: one 2-CTA cluster per co-resident pair of SMs, never more than the tiles.
-absl::StatusOr<int> NumClusters(const VariantKey& key, const DeviceInfo& dev, int64_t tiles) {
+// With Cluster Launch Control: one cluster per work unit (running clusters cancel the rest).
+absl::StatusOr<int> NumClusters(const VariantKey& key, const DeviceInfo& dev, int64_t tiles,
+                                bool clc = false) {
+  if (clc) {
+    constexpr int64_t kMaxClusters = (int64_t{1} << 30) - 1;  // gridDim.x = 2 * clusters
+    const int64_t n = ClcGridClusters(tiles);
+    if (n > kMaxClusters) {
+      return absl::UnimplementedError("sm100 kernel: too many tiles for a CLC grid");
+    }
+    if (SmemBytes(key) > static_cast<uint32_t>(dev.smem_optin)) {
+      return absl::FailedPreconditionError("sm100 kernel: shared memory over the device limit");
+    }
+    return static_cast<int>(std::max<int64_t>(n, 1));
+  }
   if (SmemBytes(key) > static_cast<uint32_t>(dev.smem_optin)) {
     return absl::FailedPreconditionError(absl::StrCat("sm100 kernel needs ", SmemBytes(key),
                                                       " B of shared memory, device allows ",
@@ -214,6 +252,13 @@ absl::StatusOr<int> NumClusters(const VariantKey& key, const DeviceInfo& dev, in
 template <int kUmmaN>
 using Sched = TileScheduler<256, kUmmaN, 64>;
 
+// Work units of the variant `key` (its cluster tile: 256 x 128 swapped, 256 or 512 x 256 wide).
+int64_t TotalTiles(const VariantKey& key, const ProblemShape* shapes, int32_t n, bool uniform) {
+  if (key.swap_ab) return Sched<128>::TotalTiles(shapes, n, uniform);
+  if (key.m_waves == 2) return TileScheduler<512, 256, 64>::TotalTiles(shapes, n, uniform);
+  return Sched<256>::TotalTiles(shapes, n, uniform);
+}
+
 // Scratch memory the caller lent for split-K partials (may be empty).
 struct Scratch {
   void* ptr = nullptr;
@@ -223,7 +268,7 @@ struct Scratch {
 // Split-K launch of the small-M kernel: FP32 partials [splits][m][n] into `scratch`, then the
 // reduction applies alpha, beta and C and writes D.
 absl::Status LaunchSplitK(const Problem& p, int32_t splits, int clusters, const Scratch& scratch,
-                          cudaStream_t stream) {
+                          bool clc, cudaStream_t stream) {
   VariantKey key = KeyOf(p, /*swap_ab=*/true);
   key.out_f32 = true;  // partials
   Problem partial = p;
@@ -244,6 +289,7 @@ absl::Status LaunchSplitK(const Problem& p, int32_t splits, int clusters, const 
   params.shape.k_splits = splits;
   params.num_problems = 1;
   params.group_x = kGroupX;
+  params.use_clc = clc ? 1 : 0;
   GEMM_RETURN_IF_ERROR(
       CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, clusters, stream)),
                  "sm100 split-K kernel launch"));
@@ -267,28 +313,39 @@ absl::Status LaunchSplitK(const Problem& p, int32_t splits, int clusters, const 
 
 absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t stream,
                          const DeviceInfo& dev, const Scratch& scratch = {}) {
+  const Tuning tuning = ReadTuning();
   const bool swap_ab = p.m <= kSmallM;
-  const VariantKey key = KeyOf(p, swap_ab);
+  VariantKey key = KeyOf(p, swap_ab);
   KernelParams params{};
   params.shape = ShapeOf(p, swap_ab);
   params.group_maps = nullptr;
   params.group_shapes = nullptr;
   params.num_problems = static_cast<int32_t>(bs.batch);
   params.group_x = kGroupX;
-  const int64_t tiles = swap_ab ? Sched<128>::TotalTiles(&params.shape, params.num_problems, true)
-                                : Sched<256>::TotalTiles(&params.shape, params.num_problems, true);
-  absl::StatusOr<int> clusters = NumClusters(key, dev, tiles);
+  params.use_clc = tuning.clc ? 1 : 0;
+  // Co-resident clusters (one CTA per SM for every variant: the same for 1 and 2 M-waves).
+  absl::StatusOr<int> resident = NumClusters(key, dev, INT32_MAX);
+  if (!resident.ok()) return resident.status();
+  if (!swap_ab) {
+    // Seed 000 level 9's 2 M-waves for large shapes (ChooseMWaves), else one.
+    key.m_waves =
+        tuning.m_waves != 0 ? tuning.m_waves : ChooseMWaves(p.m, p.n, p.k, bs.batch, *resident);
+  }
+  const int64_t tiles = TotalTiles(key, &params.shape, params.num_problems, true);
+  absl::StatusOr<int> clusters =
+      static_cast<int>(std::min<int64_t>(*resident, std::max<int64_t>(tiles, 1)));
+  if (tuning.clc) clusters = NumClusters(key, dev, tiles, /*clc=*/true);
   if (!clusters.ok()) return clusters.status();
   if (swap_ab && bs.batch == 1 && reinterpret_cast<uintptr_t>(scratch.ptr) % 16 == 0) {
     // Decode: too few N tiles to occupy the GPU; split K across the idle clusters.
-    absl::StatusOr<int> all = NumClusters(key, dev, INT32_MAX);
-    if (!all.ok()) return all.status();
     const int32_t k_blocks = static_cast<int32_t>((p.k + 63) / 64);
-    const int32_t splits = ChooseKSplits(tiles, *all, k_blocks,
+    const int32_t splits = ChooseKSplits(tiles, *resident, k_blocks,
                                          scratch.ptr ? MaxSplitsFor(scratch.bytes, p.m, p.n) : 0);
     if (splits > 1) {
-      return LaunchSplitK(p, splits, static_cast<int>(std::min<int64_t>(*all, tiles * splits)),
-                          scratch, stream);
+      const int split_clusters =
+          tuning.clc ? static_cast<int>(tiles * splits)
+                     : static_cast<int>(std::min<int64_t>(*resident, tiles * splits));
+      return LaunchSplitK(p, splits, split_clusters, scratch, tuning.clc, stream);
     }
   }
   absl::StatusOr<ProblemMaps> maps = BuildMaps(p, bs, key);
@@ -400,8 +457,11 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   params.group_shapes = reinterpret_cast<const ProblemShape*>(ws + shapes_offset);
   params.num_problems = static_cast<int32_t>(group.size());
   params.group_x = kGroupX;
-  const int64_t tiles = Sched<256>::TotalTiles(shapes.data(), params.num_problems, false);
-  absl::StatusOr<int> clusters = NumClusters(key, *dev, tiles);
+  const bool clc = ReadTuning().clc;
+  params.use_clc = clc ? 1 : 0;
+  // Groups keep one M-wave (mixed shapes; the TMEM double buffer hides the many epilogues).
+  const int64_t tiles = TotalTiles(key, shapes.data(), params.num_problems, false);
+  absl::StatusOr<int> clusters = NumClusters(key, *dev, tiles, clc);
   if (!clusters.ok()) return clusters.status();
   return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, *clusters, stream)),
                     "sm100 grouped kernel launch");

@@ -1,11 +1,14 @@
 // Device code of the SM100 (GB200/B200) persistent 2-SM tcgen05 BF16 GEMM. One 2-CTA cluster
-// computes a 256 x kUmmaN output tile with `tcgen05.mma.cta_group::2` (each CTA: 128 rows of X,
-// kUmmaN/2 rows of Y, a 128 x kUmmaN FP32 accumulator in its TMEM). Warp roles per CTA:
+// computes a (256 * kMWaves) x kUmmaN output tile with `tcgen05.mma.cta_group::2` (each CTA:
+// 128 * kMWaves rows of X, kUmmaN/2 rows of Y, kMWaves accumulators of 128 x kUmmaN FP32 in its
+// TMEM, one per M-wave: seed 000 level 9). Warp roles per CTA:
 //   warp 0     TMA producer (both CTAs; completion bytes go to the leader's "full" barrier)
 //   warp 1     MMA issuer (leader CTA only; commits multicast to both CTAs' barriers)
 //   warp 2     TMEM allocator (cta_group::2: one warp in each CTA)
+//   warp 3     Cluster Launch Control scheduler (leader CTA, only when p.use_clc; sm100_clc.h)
 //   warps 4-7  epilogue: TMEM -> registers -> SMEM staging -> TMA store (alpha/beta, C by TMA)
-// TMEM holds two accumulators so the epilogue of tile i overlaps the MMAs of tile i+1.
+// With one M-wave TMEM holds two accumulators so the epilogue of tile i overlaps the MMAs of tile
+// i+1; with two M-waves the single accumulator fills all 512 columns.
 // Compiled for sm_100a only; the body is empty for any other target.
 #pragma once
 
@@ -14,9 +17,11 @@
 
 #include <cstdint>
 
+#include "ptx/sm100_clc.cuh"
 #include "ptx/sm100_sync.cuh"
 #include "ptx/sm100_tma.cuh"
 #include "ptx/tcgen05.cuh"
+#include "sm100/sm100_clc.h"
 #include "sm100/sm100_config.h"
 #include "sm100/sm100_desc.h"
 #include "sm100/sm100_epilogue_layout.h"
@@ -72,6 +77,45 @@ __device__ __forceinline__ float2 UnpackBf16x2(uint32_t v) {
   return __bfloat1622float2(b);
 }
 
+// Where a role of a CTA gets its tiles: the static round robin (TileScheduler::Next) or, with
+// Cluster Launch Control, its own cluster's unit and then those of the clusters the leader's
+// scheduler cancelled (the response ring of sm100_clc.h). Each role of each CTA holds one.
+template <class Sched>
+struct TileSource {
+  Sched sched;
+  ClcCursor cursor;
+  PipelineState<kClcStages> st;
+  bool clc;
+  uint32_t clc_full0;   // this CTA's clc_full[0]; slot i at + 8 i
+  uint32_t clc_empty0;  // the LEADER's clc_empty[0] (shared::cluster address)
+  uint32_t response0;   // this CTA's response slot 0; slot i at + 16 i
+
+  // Next tile; false when this role is done. `warp_wide`: all 32 lanes of the warp call this
+  // together (the response is read by every lane, then lane 0 releases the slot); otherwise a
+  // single thread calls it and releases the slot itself.
+  __device__ __forceinline__ bool Next(WorkTile* tile, bool warp_wide) {
+    if (!clc) return sched.Next(tile);
+    for (;;) {
+      ClcResponse r;
+      if (cursor.NeedsResponse()) {
+        ptx::MbarrierWait(clc_full0 + 8 * st.index, st.ConsumerParity());
+        r.canceled = ptx::ClcQueryCancel(response0 + 16 * st.index, &r.first_ctaid_x) != 0;
+        if (warp_wide) __syncwarp();
+        if (!warp_wide || threadIdx.x % 32 == 0) {
+          // Generic reads of the slot before the next async-proxy response write into it.
+          ptx::FenceProxyAsyncShared();
+          ptx::MbarrierArriveCluster(clc_empty0 + 8 * st.index);
+        }
+        st.Advance();
+      }
+      const int64_t id = cursor.Next(r);
+      if (id < 0) return false;
+      if (sched.TileAt(id, tile)) return true;
+      // An id past the last unit (not launched that way): skip it, keep the ring in step.
+    }
+  }
+};
+
 #endif  // GEMM_SM100_DEVICE_CODE
 
 template <class Cfg, bool kXMn, bool kYMn>
@@ -80,6 +124,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
 #if defined(GEMM_SM100_DEVICE_CODE)
   constexpr int kStages = Cfg::kStages;
   constexpr int kUmmaN = Cfg::kUmmaN;
+  constexpr int kMWaves = Cfg::kMWaves;
+  static_assert(kMWaves == 1 || !kXMn, "M-waves step through a K-major X stage");
 
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const uint32_t raw = ptx::SmemAddr(smem_raw);
@@ -94,12 +140,16 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const bool leader = rank == 0;
 
   const uint32_t bars = base + Cfg::kBarrierOffset;
-  auto full_bar = [&](uint32_t s) { return bars + s * 8; };
-  auto empty_bar = [&](uint32_t s) { return bars + (kStages + s) * 8; };
-  auto tmem_full_bar = [&](uint32_t b) { return bars + (2 * kStages + b) * 8; };
-  auto tmem_empty_bar = [&](uint32_t b) { return bars + (2 * kStages + 2 + b) * 8; };
-  auto c_bar = [&](uint32_t w, uint32_t b) { return bars + (2 * kStages + 4 + w * 2 + b) * 8; };
+  auto full_bar = [&](uint32_t s) { return bars + Cfg::FullBar(s) * 8; };
+  auto empty_bar = [&](uint32_t s) { return bars + Cfg::EmptyBar(s) * 8; };
+  auto tmem_full_bar = [&](uint32_t b) { return bars + Cfg::TmemFullBar(b) * 8; };
+  auto tmem_empty_bar = [&](uint32_t b) { return bars + Cfg::TmemEmptyBar(b) * 8; };
+  auto c_bar = [&](uint32_t w, uint32_t b) { return bars + Cfg::CBar(w, b) * 8; };
+  auto clc_full_bar = [&](uint32_t i) { return bars + Cfg::ClcFullBar(i) * 8; };
+  auto clc_empty_bar = [&](uint32_t i) { return bars + Cfg::ClcEmptyBar(i) * 8; };
+  const uint32_t clc_response = base + Cfg::kClcResponseOffset;
   const uint32_t tmem_slot = base + Cfg::kTmemSlotOffset;
+  const bool clc = p.use_clc != 0;
 
   const bool grouped = p.group_shapes != nullptr;
   const ProblemShape* shapes = grouped ? p.group_shapes : &p.shape;
@@ -120,8 +170,12 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       ptx::MbarrierInit(tmem_full_bar(b), 1);                         // one multicast commit
       ptx::MbarrierInit(tmem_empty_bar(b), 2 * kNumEpilogueThreads);  // leader's: all 256
     }
-    for (int i = 0; i < kNumEpilogueWarps * Cfg::kEpiBuffers; ++i) {
-      ptx::MbarrierInit(c_bar(i / 2, i % 2), 1);
+    for (int w = 0; w < kNumEpilogueWarps; ++w) {
+      for (int b = 0; b < Cfg::kEpiBuffers; ++b) ptx::MbarrierInit(c_bar(w, b), 1);
+    }
+    for (int i = 0; i < kClcStages; ++i) {
+      ptx::MbarrierInit(clc_full_bar(i), 1);               // the leader's arrive.expect_tx(16)
+      ptx::MbarrierInit(clc_empty_bar(i), kClcConsumers);  // leader's: every consumer, both CTAs
     }
     ptx::FenceMbarrierInit();
   }
@@ -138,14 +192,22 @@ __global__ void __launch_bounds__(kNumThreads, 1)
   const uint32_t tmem_base = *reinterpret_cast<volatile uint32_t*>(base_ptr + Cfg::kTmemSlotOffset);
 
   using Sched = TileScheduler<Cfg::kClusterBlockX, Cfg::kClusterBlockY, Cfg::kBlockK>;
-  Sched sched(shapes, p.num_problems, !grouped, p.group_x, ClusterIdOf(blockIdx.x), gridDim.x / 2);
+  const int32_t cluster_id = ClusterIdOf(blockIdx.x);
+  TileSource<Sched> src{Sched(shapes, p.num_problems, !grouped, p.group_x, cluster_id,
+                              static_cast<int32_t>(gridDim.x / 2)),
+                        ClcCursor(cluster_id),
+                        PipelineState<kClcStages>{},
+                        clc,
+                        clc_full_bar(0),
+                        ptx::MapaShared(clc_empty_bar(0), 0),
+                        clc_response};
   WorkTile tile;
 
   if (warp == kProducerWarp) {
     // ---- TMA producer (both CTAs) ----
     if (lane == 0) {
       PipelineState<kStages> st;
-      while (sched.Next(&tile)) {
+      while (src.Next(&tile, /*warp_wide=*/false)) {
         const ProblemMaps* maps = maps_of(tile.problem);
         const int32_t batch = grouped ? 0 : tile.problem;
         const int32_t x0 = tile.block_x * Cfg::kClusterBlockX + rank * Cfg::kRowsX;
@@ -179,10 +241,10 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       constexpr uint32_t kYStep = KSliceAdvanceBytes(kYMn ? Major::kMN : Major::kK, Cfg::kUmmaK);
       PipelineState<kStages> st;
       PipelineState<Cfg::kAccumStages> acc;
-      while (sched.Next(&tile)) {
+      while (src.Next(&tile, /*warp_wide=*/true)) {
         ptx::MbarrierWait(tmem_empty_bar(acc.index), acc.ProducerParity());
         ptx::Tcgen05FenceAfterThreadSync();
-        const uint32_t d_tmem = tmem_base + acc.index * kUmmaN;
+        const uint32_t d_tmem = tmem_base + AccumColumn(acc.index, 0, kUmmaN, kMWaves);
         for (int32_t kb = 0; kb < tile.num_k_blocks; ++kb) {
           ptx::MbarrierWait(full_bar(st.index), st.ConsumerParity());
           ptx::Tcgen05FenceAfterThreadSync();
@@ -193,10 +255,16 @@ __global__ void __launch_bounds__(kNumThreads, 1)
                 OperandDesc<kYMn>(base + Cfg::kYOffset + st.index * Cfg::kYStageBytes);
 #pragma unroll
             for (int k = 0; k < Cfg::kBlockK / Cfg::kUmmaK; ++k) {
-              // Accumulate except on the tile's first K slice (seed 000: independent of waves).
-              ptx::Tcgen05MmaBf16Cta2(d_tmem, AdvanceDesc(x_desc, k * kXStep),
-                                      AdvanceDesc(y_desc, k * kYStep), kIdesc,
-                                      (kb > 0 || k > 0) ? 1u : 0u);
+              // M-waves share the Y slice (seed 000 level 9 / DeepGEMM: K outer, waves inner);
+              // wave w reads X rows w*128.. of each CTA's stage into its own TMEM columns.
+#pragma unroll
+              for (int w = 0; w < kMWaves; ++w) {
+                // Accumulate except on the tile's first K slice, for every wave alike (seed 000).
+                ptx::Tcgen05MmaBf16Cta2(
+                    d_tmem + AccumColumn(0, w, kUmmaN, kMWaves),
+                    AdvanceDesc(x_desc, WaveXOffsetBytes(w, Cfg::kWaveRows) + k * kXStep),
+                    AdvanceDesc(y_desc, k * kYStep), kIdesc, AccumulateFlag(kb, k));
+              }
             }
             // Frees the stage in BOTH CTAs once these MMAs have read it.
             ptx::Tcgen05CommitMulticast2Cta(empty_bar(st.index), 0x3);
@@ -216,7 +284,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     PipelineState<Cfg::kAccumStages> acc;
     uint32_t c_phases = 0;  // bit b: parity to wait for on c_bar(ew, b) (no local-memory array)
     uint32_t buf = 0;
-    while (sched.Next(&tile)) {
+    while (src.Next(&tile, /*warp_wide=*/true)) {
       const ProblemMaps* maps = maps_of(tile.problem);
       const ProblemShape& shape = shapes[grouped ? tile.problem : 0];
       const float alpha = shape.alpha;
@@ -225,15 +293,19 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       const int32_t batch = grouped ? 0 : tile.problem;
       // Split-K partials go to slice (problem * splits + split) of the FP32 workspace map.
       const int32_t store_batch = grouped ? 0 : tile.problem * Sched::SplitsOf(shape) + tile.split;
-      const int32_t x_row0 = tile.block_x * Cfg::kClusterBlockX + rank * Cfg::kRowsX + 32 * ew;
       const int32_t y_col0 = tile.block_y * Cfg::kClusterBlockY;
 
       ptx::MbarrierWait(tmem_full_bar(acc.index), acc.ConsumerParity());
       ptx::Tcgen05FenceAfterThreadSync();
-      const uint32_t t_acc = TmemAddr(tmem_base, lane_base, acc.index * kUmmaN);
 
 #pragma unroll 1
-      for (int chunk = 0; chunk < Cfg::kEpiChunks; ++chunk) {
+      for (int wc = 0; wc < kMWaves * Cfg::kEpiChunks; ++wc) {
+        const uint32_t wave = static_cast<uint32_t>(wc / Cfg::kEpiChunks);
+        const int chunk = wc % Cfg::kEpiChunks;
+        const int32_t x_row0 = static_cast<int32_t>(
+            EpilogueRow(tile.block_x, Cfg::kClusterBlockX, rank, Cfg::kRowsX, wave, ew));
+        const uint32_t t_acc =
+            TmemAddr(tmem_base, lane_base, AccumColumn(acc.index, wave, kUmmaN, kMWaves));
         const uint32_t stage_off =
             Cfg::kEpiOffset + (ew * Cfg::kEpiBuffers + buf) * Cfg::kEpiBufferBytes;
         const uint32_t stage_addr = base + stage_off;
@@ -262,7 +334,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
           ptx::Tcgen05Ld32x32bX32(t_acc + chunk * Cfg::kEpiColsPerChunk + h * 32, r[h]);
         }
         ptx::Tcgen05WaitLd();
-        if (chunk == Cfg::kEpiChunks - 1) {
+        if (wc == kMWaves * Cfg::kEpiChunks - 1) {
           // Accumulator drained: hand it back to the leader's MMA warp (all 256 threads arrive).
           ptx::Tcgen05FenceBeforeThreadSync();
           ptx::MbarrierArriveCluster(ptx::MapaShared(tmem_empty_bar(acc.index), 0));
@@ -335,6 +407,28 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       acc.Advance();
     }
     if (lane == 0) ptx::BulkWaitGroup<0>();
+    __syncwarp();
+  } else if (warp == kClcWarp && clc && leader) {
+    // ---- Cluster Launch Control scheduler (leader CTA): cancel a not-yet-launched cluster and
+    // publish the response to both CTAs; stop after the first failure (PTX: no try_cancel after
+    // a CTA has observed one). Every response issued is consumed by all kClcConsumers. ----
+    if (lane == 0) {
+      PipelineState<kClcStages> st;
+      for (;;) {
+        ptx::MbarrierWait(clc_empty_bar(st.index), st.ProducerParity());
+        const uint32_t full = clc_full_bar(st.index);
+        ptx::MbarrierArriveExpectTx(full, kClcResponseBytes);
+        ptx::MbarrierArriveExpectTxCluster(ptx::MapaShared(full, 1), kClcResponseBytes);
+        ptx::ClcTryCancelMulticast(clc_response + 16 * st.index, full);
+        ptx::MbarrierWait(full, st.ConsumerParity());
+        uint32_t first_x = 0;
+        const uint32_t canceled = ptx::ClcQueryCancel(clc_response + 16 * st.index, &first_x);
+        ptx::FenceProxyAsyncShared();
+        ptx::MbarrierArriveCluster(ptx::MapaShared(clc_empty_bar(st.index), 0));
+        st.Advance();
+        if (!canceled) break;
+      }
+    }
     __syncwarp();
   }
 

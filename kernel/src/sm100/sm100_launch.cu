@@ -1,7 +1,9 @@
 // Host launch of the SM100 kernel variants (the only translation unit with device code of the
 // SM100 kernel; compiled for sm_100a only). Explicitly instantiates the shipped variants:
-// wide 256x256 tiles (B as [N,K] or [K,N]) and the small-M swap-AB 256x128 tiles, each with
-// BF16 or FP32 output, plus the split-K reduction. Knows nothing of absl, gRPC or protobuf.
+// wide 256x256 tiles and their 2-M-wave 512x256 form (B as [N,K] or [K,N]) and the small-M
+// swap-AB 256x128 tiles, each with BF16 or FP32 output, plus the split-K reduction. Static or
+// Cluster Launch Control scheduling is a kernel parameter (KernelParams::use_clc). Knows nothing of
+// absl, gRPC or protobuf.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -17,6 +19,9 @@ using WideBf16 = KernelConfig<256, false, false>;
 using WideF32 = KernelConfig<256, false, true>;
 using SwapBf16 = KernelConfig<128, true, false>;
 using SwapF32 = KernelConfig<128, true, true>;
+// Two M-waves (seed 000 level 9): 512 x 256 cluster tiles, one TMEM accumulator.
+using Wide2Bf16 = KernelConfig<256, false, false, 2>;
+using Wide2F32 = KernelConfig<256, false, true, 2>;
 
 // Names one compiled variant: config, X MN-major, Y MN-major.
 template <class Cfg, bool kXMn, bool kYMn>
@@ -35,6 +40,14 @@ int WithVariant(const VariantKey& key, F&& f) {
                           : f(Variant<SwapBf16, false, false>{});
   }
   // X = A (K-major), Y = B (MN-major when B is [K,N]).
+  if (key.m_waves == 2) {
+    if (key.out_f32) {
+      return key.y_mn_major ? f(Variant<Wide2F32, false, true>{})
+                            : f(Variant<Wide2F32, false, false>{});
+    }
+    return key.y_mn_major ? f(Variant<Wide2Bf16, false, true>{})
+                          : f(Variant<Wide2Bf16, false, false>{});
+  }
   if (key.out_f32) {
     return key.y_mn_major ? f(Variant<WideF32, false, true>{})
                           : f(Variant<WideF32, false, false>{});

@@ -27,6 +27,7 @@ struct KernelParams {
   const ProblemShape* group_shapes;  // group: per-problem shapes in device memory, else null
   int32_t num_problems;              // batch count, or group size
   int32_t group_x;                   // grouped-L2 width in cluster tiles
+  int32_t use_clc;  // 1: Cluster Launch Control (grid = one cluster per work unit), 0: static
 };
 
 // Which compiled variant to launch.
@@ -35,6 +36,7 @@ struct VariantKey {
   bool x_mn_major = false;  // X operand is MN-major in global memory (B as [K,N] when swapped)
   bool y_mn_major = false;  // Y operand is MN-major (B as [K,N] when not swapped)
   bool out_f32 = false;
+  int m_waves = 1;  // wide kernel only: 1 (256 x 256 cluster tiles) or 2 (512 x 256)
 };
 
 // Shared memory bytes the variant needs.
@@ -58,6 +60,7 @@ struct SplitReduceArgs {
   void* d = nullptr;
   int64_t ldd = 0;
   bool out_f32 = false;
+  int m_waves = 1;  // wide kernel only: 1 (256 x 256 cluster tiles) or 2 (512 x 256)
 };
 
 // Enqueues the split-K reduction on `stream`; returns the CUDA runtime error code.
