@@ -6,7 +6,13 @@
 #   - UTCBAR ... 2CTA/MULTICAST tcgen05.commit.cta_group::2 ... multicast::cluster
 #   - LDTM                      tcgen05.ld (TMEM -> registers)
 #   - UTMALDG / UTMASTG         TMA tensor load / store
+#   - UGETNEXTWORKID.BROADCAST  clusterlaunchcontrol.try_cancel ... multicast::cluster::all (the
+#                               CLC scheduler; found by building and dumping: cuobjdump 13.0 prints
+#                               this opcode for it; query_cancel lowers to plain ALU ops on the
+#                               LDS.128 of the response, so it has no opcode of its own to check)
 #   - no LDL / STL and cuobjdump -res-usage STACK:0 LOCAL:0 (no local memory, no spills)
+# and, over all kernels, that the 2-M-wave variants (KernelConfig<..., 2>, seed 000 level 9) are
+# among them.
 # Exits 0 when all hold, 1 otherwise (2 on usage errors). Needs cuobjdump (CUDA >= 12.8).
 #
 # Usage: check_sm100_sass.sh <libgemm_kernel.a | file.o | file.cubin | executable>
@@ -37,7 +43,7 @@ elif [[ $# -eq 4 && "$1" == "--sass" && "$3" == "--res-usage" ]]; then
   sass_file="$2"
   res_file="$4"
 else
-  sed -n '2,15p' "$0" >&2
+  sed -n '2,/^set -u/p' "$0" | grep '^#' >&2
   exit 2
 fi
 
@@ -68,7 +74,7 @@ fail=0
 for k in "${kernels[@]}"; do
   name=$(cat "${k%.sass}.name")
   echo "== $name"
-  echo "   tcgen05/TMA opcodes: $(opcodes "$k" 'UTC[A-Z]+') $(opcodes "$k" 'LDTM') $(opcodes "$k" 'UTMA[A-Z]+')"
+  echo "   tcgen05/TMA/CLC opcodes: $(opcodes "$k" 'UTC[A-Z]+') $(opcodes "$k" 'LDTM') $(opcodes "$k" 'UTMA[A-Z]+') $(opcodes "$k" 'UGETNEXTWORKID')"
   check() {  # label, count
     if [[ "$2" -gt 0 ]]; then echo "   ok   $1 ($2)"; else echo "   FAIL $1 missing"; fail=1; fi
   }
@@ -79,6 +85,8 @@ for k in "${kernels[@]}"; do
   check "LDTM (tcgen05.ld)" "$(grep -cE '\bLDTM\b' "$k")"
   check "UTMALDG (TMA load)" "$(grep -cE '\bUTMALDG\b' "$k")"
   check "UTMASTG (TMA store)" "$(grep -cE '\bUTMASTG\b' "$k")"
+  check "UGETNEXTWORKID.BROADCAST (clusterlaunchcontrol.try_cancel multicast)" \
+    "$(grep -cE '\bUGETNEXTWORKID(\.[A-Z0-9_]+)*\.BROADCAST\b' "$k")"
   local_ops=$(grep -cE '\b(LDL|STL)(\.[A-Z0-9_]+)*\b' "$k")
   if [[ "$local_ops" -eq 0 ]]; then echo "   ok   no LDL/STL"; else echo "   FAIL $local_ops LDL/STL (local memory)"; fail=1; fi
   # cuobjdump -res-usage: "Function <name>:" then "REG:.. STACK:.. SHARED:.. LOCAL:.. ...".
@@ -94,8 +102,17 @@ for k in "${kernels[@]}"; do
   fi
 done
 
+# KernelConfig<N, swap, f32, waves> mangles as ...KernelConfigILi<N>ELb<s>ELb<f>ELi<waves>EEE...
+waves2=$(cat "$tmp2"/k*.name | grep -cE 'KernelConfigILi[0-9]+ELb[01]ELb[01]ELi2EE')
+if [[ "$waves2" -gt 0 ]]; then
+  echo "ok   $waves2 kernel(s) with 2 M-waves (KernelConfig<..., 2>)"
+else
+  echo "FAIL no 2-M-wave kernel (KernelConfig<..., 2>) in the binary"
+  fail=1
+fi
+
 if [[ $fail -eq 0 ]]; then
-  echo "PASS: sm_100a SASS of all ${#kernels[@]} SM100 kernels has 2-CTA UMMA, multicast commit, LDTM, TMA load/store, no local memory"
+  echo "PASS: sm_100a SASS of all ${#kernels[@]} SM100 kernels has 2-CTA UMMA, multicast commit, LDTM, TMA load/store, CLC try_cancel, no local memory; 2-M-wave variants present"
 else
   echo "FAIL: see above"
 fi
