@@ -11,8 +11,9 @@ namespace gemm::kernel::ptx {
 // Asks to cancel a not-yet-launched cluster of this grid. The 16-byte response is written to
 // `response` (shared::cta, 16-byte aligned) of EVERY CTA of this cluster (multicast::cluster::all)
 // and each write completes 16 tx bytes on the mbarrier at offset `bar` of that CTA. It does not
-// arrive on the barriers: the caller arms them with arrive.expect_tx(16). Must not be issued by a
-// CTA that has already observed a failed response (PTX: undefined behaviour).
+// arrive on the barriers: the caller arms them with arrive.expect_tx(16) (PTX ISA: completion is a
+// complete-tx only; CUDA Programming Guide 12.2.1 arms a count-1 barrier the same way). Must not be
+// issued by a CTA that has already observed a failed response (PTX: undefined behaviour).
 __device__ __forceinline__ void ClcTryCancelMulticast(uint32_t response, uint32_t bar) {
   asm volatile(
       "clusterlaunchcontrol.try_cancel.async.shared::cta.mbarrier::complete_tx::bytes"
