@@ -177,7 +177,10 @@ TEST(Sm90Small, EdgesAndPaths) {
 TEST(Sm90Small, EveryTileShape) {
   if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
   const int tiles[][2] = {{128, 256}, {256, 128}, {128, 128}};
-  const int64_t shapes[][3] = {{7, 129, 65}, {300, 264, 130}, {513, 520, 200}};
+  // The last two give every CTA several tiles, with more K blocks than pipeline stages; the
+  // one before splits its tiles along K.
+  const int64_t shapes[][3] = {{7, 129, 65},     {300, 264, 130},   {513, 520, 200},
+                               {300, 264, 1100}, {2304, 1024, 320}, {2304, 1024, 1100}};
   for (const auto& tile : tiles) {
     for (int cluster : {1, 2}) {
       sm90::TuningOverride o;
