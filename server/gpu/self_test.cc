@@ -206,6 +206,12 @@ absl::Status SelfTest(int device, kernel::KernelKind kind, const SelfTestOptions
        {Shape(1000, 520, 136, BLayout::kKN, DType::kFP32, 0.5f, 1.0f)}},
       {"3x 320x1024x1024 nk bf16 (strided)", {Shape(320, 1024, 1024, BLayout::kNK)}, 3},
       {"2048x2048x2048 kn bf16", {Shape(2048, 2048, 2048, BLayout::kKN)}},
+      // Reaches the SM90 tail split-K (32 tiles of 128x128 on 132 SMs, K cut in 4).
+      {"128x4096x4096 nk bf16 (split-K tail)", {Shape(128, 4096, 4096, BLayout::kNK)}},
+      // Large shapes take other kernel variants (SM100: 2 M-waves per CTA from K >= 2048 and
+      // enough tiles, kernel/src/sm100/sm100_config.h ChooseMWaves): cover both B layouts.
+      {"4096x4096x4096 nk bf16 (large)", {Shape(4096, 4096, 4096, BLayout::kNK)}},
+      {"4096x4096x4096 kn bf16 (large)", {Shape(4096, 4096, 4096, BLayout::kKN)}},
       {"group 128x256x512, 64x128x256, 300x200x104 nk bf16",
        {Shape(128, 256, 512, BLayout::kNK), Shape(64, 128, 256, BLayout::kNK),
         Shape(300, 200, 104, BLayout::kNK)}},
