@@ -164,6 +164,21 @@ absl::StatusOr<double> Bench::CopyGbps() {
   return 2.0 * static_cast<double>(bytes) / (*ms * 1e-3) / 1e9;
 }
 
+bool Bench::ReadCheck(absl::Status st, const void* sums, BenchRow* row) {
+  CompareSums host;
+  if (st.ok()) {
+    st = Cuda(cudaMemcpyAsync(&host, sums, sizeof(host), cudaMemcpyDeviceToHost, stream_), "copy");
+  }
+  if (st.ok()) st = Cuda(cudaStreamSynchronize(stream_), "check");
+  if (st.ok()) {
+    row->bad = host.bad;
+    row->rel_err = std::sqrt(host.err2 / std::max(host.ref2, 1e-300));
+    return true;
+  }
+  row->error = absl::StrCat("check: ", st.message());
+  return cudaStreamSynchronize(stream_) == cudaSuccess;
+}
+
 void Bench::TimeBoth(const std::function<absl::Status(int)>& ours,
                      const std::function<absl::Status(int)>& cublas, int nsets, BenchRow* row) {
   absl::StatusOr<double> t_ours = TimeMedian(ours, nsets);
@@ -317,18 +332,7 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
     if (st.ok())
       st = Compare(args[0].problem.d, *ref, s.batch * s.m, s.n, s.n, opts_.d_dtype == DType::kFP32,
                    static_cast<CompareSums*>(*sums), stream_);
-    CompareSums host;
-    if (st.ok())
-      st = Cuda(cudaMemcpyAsync(&host, *sums, sizeof(host), cudaMemcpyDeviceToHost, stream_),
-                "copy");
-    if (st.ok()) st = Cuda(cudaStreamSynchronize(stream_), "check");
-    if (st.ok()) {
-      row.bad = host.bad;
-      row.rel_err = std::sqrt(host.err2 / std::max(host.ref2, 1e-300));
-    } else {
-      row.error = absl::StrCat("check: ", st.message());
-      if (cudaStreamSynchronize(stream_) != cudaSuccess) return row;  // sticky error: give up
-    }
+    if (!ReadCheck(st, *sums, &row)) return row;  // sticky CUDA error: give up
   }
 
   TimeBoth(ours, cublas, *nsets, &row);
@@ -479,18 +483,7 @@ BenchRow Bench::RunGrouped(const std::vector<Shape>& shapes, BLayout layout) {
         st = Compare(p.d, *ref, p.m, p.n, p.ldd, opts_.d_dtype == DType::kFP32,
                      static_cast<CompareSums*>(*sums), stream_);
     }
-    CompareSums host;
-    if (st.ok())
-      st = Cuda(cudaMemcpyAsync(&host, *sums, sizeof(host), cudaMemcpyDeviceToHost, stream_),
-                "copy");
-    if (st.ok()) st = Cuda(cudaStreamSynchronize(stream_), "check");
-    if (st.ok()) {
-      row.bad = host.bad;
-      row.rel_err = std::sqrt(host.err2 / std::max(host.ref2, 1e-300));
-    } else {
-      row.error = absl::StrCat("check: ", st.message());
-      if (cudaStreamSynchronize(stream_) != cudaSuccess) return row;  // sticky error: give up
-    }
+    if (!ReadCheck(st, *sums, &row)) return row;  // sticky CUDA error: give up
   }
 
   TimeBoth(ours, cublas, 1, &row);

@@ -78,6 +78,10 @@ class Bench {
   BenchRow RunGrouped(const std::vector<Shape>& shapes, kernel::BLayout layout);
   // Median milliseconds of `launch(set_index)` over opts_.reps runs after opts_.warmup.
   absl::StatusOr<double> TimeMedian(const std::function<absl::Status(int)>& launch, int nsets);
+  // Ends a --check: after `st` (the status of the comparison so far) reads the device
+  // CompareSums at `sums` into row->bad / rel_err, or records the error. Returns false after a
+  // sticky CUDA error (the row is final).
+  bool ReadCheck(absl::Status st, const void* sums, BenchRow* row);
   // Times both implementations into row->ours_ms / cublas_ms; failures go to row->error.
   void TimeBoth(const std::function<absl::Status(int)>& ours,
                 const std::function<absl::Status(int)>& cublas, int nsets, BenchRow* row);

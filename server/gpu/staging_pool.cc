@@ -56,12 +56,17 @@ bool StagingPool::TryAllocateLocked(int64_t bytes, StagingBlock* out) {
   return false;
 }
 
-absl::StatusOr<StagingBlock> StagingPool::Allocate(int64_t bytes) {
-  bytes = RoundUp(std::max<int64_t>(bytes, 1), kAlign);
-  if (bytes > slab_bytes_) {
+absl::Status StagingPool::RoundAndCheck(int64_t* bytes) const {
+  *bytes = RoundUp(std::max<int64_t>(*bytes, 1), kAlign);
+  if (*bytes > slab_bytes_) {
     return absl::InvalidArgumentError(
-        absl::StrCat("staging block of ", bytes, " bytes exceeds the slab size ", slab_bytes_));
+        absl::StrCat("staging block of ", *bytes, " bytes exceeds the slab size ", slab_bytes_));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StagingBlock> StagingPool::Allocate(int64_t bytes) {
+  if (absl::Status st = RoundAndCheck(&bytes); !st.ok()) return st;
   absl::MutexLock lock(&mu_);
   StagingBlock block;
   while (!TryAllocateLocked(bytes, &block)) freed_.Wait(&mu_);
@@ -69,11 +74,7 @@ absl::StatusOr<StagingBlock> StagingPool::Allocate(int64_t bytes) {
 }
 
 absl::StatusOr<StagingBlock> StagingPool::TryAllocate(int64_t bytes) {
-  bytes = RoundUp(std::max<int64_t>(bytes, 1), kAlign);
-  if (bytes > slab_bytes_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("staging block of ", bytes, " bytes exceeds the slab size ", slab_bytes_));
-  }
+  if (absl::Status st = RoundAndCheck(&bytes); !st.ok()) return st;
   absl::MutexLock lock(&mu_);
   StagingBlock block;
   if (!TryAllocateLocked(bytes, &block)) {

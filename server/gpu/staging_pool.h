@@ -64,6 +64,8 @@ class StagingPool {
   StagingPool(int64_t slab_bytes, std::vector<Slab> slabs)
       : slab_bytes_(slab_bytes), slabs_(std::move(slabs)) {}
   bool TryAllocateLocked(int64_t bytes, StagingBlock* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Rounds *bytes up to the block alignment; INVALID_ARGUMENT when it exceeds a slab.
+  absl::Status RoundAndCheck(int64_t* bytes) const;
 
   const int64_t slab_bytes_;
   mutable absl::Mutex mu_;

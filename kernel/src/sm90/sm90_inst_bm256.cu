@@ -4,17 +4,6 @@
 
 namespace gemm::kernel::sm90 {
 
-#define GEMM_SM90_INST(F32, KN, P)                                                                 \
-  template cudaError_t LaunchSm90<256, 128, F32, KN, P>(const KernelParams<P>&, int, cudaStream_t, \
-                                                        int*, const SplitWorkspace&, int*);
-GEMM_SM90_INST(false, false, 1)
-GEMM_SM90_INST(false, true, 1)
-GEMM_SM90_INST(true, false, 1)
-GEMM_SM90_INST(true, true, 1)
-GEMM_SM90_INST(false, false, kMaxGroupPerLaunch)
-GEMM_SM90_INST(false, true, kMaxGroupPerLaunch)
-GEMM_SM90_INST(true, false, kMaxGroupPerLaunch)
-GEMM_SM90_INST(true, true, kMaxGroupPerLaunch)
-#undef GEMM_SM90_INST
+GEMM_SM90_INSTANTIATE_TILE(256, 128)
 
 }  // namespace gemm::kernel::sm90

@@ -87,4 +87,19 @@ cudaError_t LaunchSm90(const KernelParams<P>& params_in, int sm_count, cudaStrea
   return launch(params_in, params_in.total_tiles);  // split fields: no split (FinishParams)
 }
 
+// Explicit instantiations of LaunchSm90 for one tile shape: both output dtypes, both B layouts,
+// single-problem and grouped parameter blocks (one use per sm90_inst_*.cu).
+#define GEMM_SM90_INSTANTIATE_ONE(BM, BN, F32, KN, P)                                            \
+  template cudaError_t LaunchSm90<BM, BN, F32, KN, P>(const KernelParams<P>&, int, cudaStream_t, \
+                                                      int*, const SplitWorkspace&, int*);
+#define GEMM_SM90_INSTANTIATE_TILE(BM, BN)                            \
+  GEMM_SM90_INSTANTIATE_ONE(BM, BN, false, false, 1)                  \
+  GEMM_SM90_INSTANTIATE_ONE(BM, BN, false, true, 1)                   \
+  GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, false, 1)                   \
+  GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, true, 1)                    \
+  GEMM_SM90_INSTANTIATE_ONE(BM, BN, false, false, kMaxGroupPerLaunch) \
+  GEMM_SM90_INSTANTIATE_ONE(BM, BN, false, true, kMaxGroupPerLaunch)  \
+  GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, false, kMaxGroupPerLaunch)  \
+  GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, true, kMaxGroupPerLaunch)
+
 }  // namespace gemm::kernel::sm90
