@@ -76,26 +76,41 @@ class GemmServiceImpl::StreamReactor final
 
   void OnReadDone(bool ok) override {
     if (!ok) {
-      absl::MutexLock lock(&mu_);
-      reads_done_ = true;
-      MaybeFinishLocked();
+      bool finish = false;
+      {
+        absl::MutexLock lock(&mu_);
+        reads_done_ = true;
+        finish = ShouldFinishLocked();
+      }
+      if (finish) FinishNow();
       return;
     }
     std::shared_ptr<v1::GemmRequest> request = std::move(reading_);
+    {
+      // NOTE: counted before the next read starts: that read can end (client done) on another
+      // thread at once, and must not see zero requests in flight and finish the call while
+      // this one is still being handled (seen in CI: a lost response and a use after free).
+      absl::MutexLock lock(&mu_);
+      ++in_flight_;
+    }
     StartNextRead();
     Handle(std::move(request));
   }
 
   void OnWriteDone(bool ok) override {
-    absl::MutexLock lock(&mu_);
-    writes_.pop_front();
-    if (!ok) broken_ = true;
-    if (!writes_.empty() && !broken_) {
-      StartWrite(writes_.front().get());
-    } else {
-      writing_ = false;
-      MaybeFinishLocked();
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      writes_.pop_front();
+      if (!ok) broken_ = true;
+      if (!writes_.empty() && !broken_) {
+        StartWrite(writes_.front().get());
+      } else {
+        writing_ = false;
+        finish = ShouldFinishLocked();
+      }
     }
+    if (finish) FinishNow();
   }
 
   void OnDone() override { delete this; }
@@ -111,12 +126,9 @@ class GemmServiceImpl::StreamReactor final
     StartRead(reading_.get());
   }
 
+  // Submits one request (already counted in in_flight_).
   void Handle(std::shared_ptr<v1::GemmRequest> request) {
     const absl::Time arrival = absl::Now();
-    {
-      absl::MutexLock lock(&mu_);
-      ++in_flight_;
-    }
     const std::string id = request->request_id();
     auto domain = FromProto(*request, arrival, RpcDeadline(context_));
     if (!domain.ok()) {
@@ -145,25 +157,36 @@ class GemmServiceImpl::StreamReactor final
       response->mutable_error()->set_code(static_cast<int>(result.status().code()));
       response->mutable_error()->set_message(std::string(result.status().message()));
     }
-    absl::MutexLock lock(&mu_);
-    --in_flight_;
-    if (broken_) {
-      MaybeFinishLocked();
-      return;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      --in_flight_;
+      if (broken_) {
+        finish = ShouldFinishLocked();
+      } else {
+        writes_.push_back(std::move(response));
+        if (!writing_) {
+          writing_ = true;
+          StartWrite(writes_.front().get());
+        }
+      }
     }
-    writes_.push_back(std::move(response));
-    if (!writing_) {
-      writing_ = true;
-      StartWrite(writes_.front().get());
-    }
+    if (finish) FinishNow();
   }
 
-  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || in_flight_ > 0 || writing_) return;
-    if (!reads_done_ && !broken_) return;
+  // True (once) when the call can end: reads over (or broken), nothing in flight or being
+  // written. The caller then calls FinishNow() after releasing mu_: OnDone may delete this
+  // reactor as soon as Finish() is called, so no lock of ours may still be held then.
+  bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || in_flight_ > 0 || writing_) return false;
+    if (!reads_done_ && !broken_) return false;
     finished_ = true;
-    Finish(broken_ && !reads_done_ ? grpc::Status::CANCELLED : grpc::Status::OK);
+    finish_status_ = broken_ && !reads_done_ ? grpc::Status::CANCELLED : grpc::Status::OK;
+    return true;
   }
+
+  // Ends the call with the status chosen by ShouldFinishLocked(); touches nothing afterwards.
+  void FinishNow() { Finish(finish_status_); }
 
   GemmServiceImpl* const service_;
   grpc::CallbackServerContext* const context_;
@@ -175,6 +198,7 @@ class GemmServiceImpl::StreamReactor final
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status finish_status_;  // set once by ShouldFinishLocked, read by FinishNow
 };
 
 grpc::ServerBidiReactor<v1::GemmRequest, v1::GemmResponse>* GemmServiceImpl::GemmStream(
