@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -177,6 +178,43 @@ TEST_F(GemmRequestsTest, StreamingOutOfOrderIdsAndPerRequestErrors) {
   }
   EXPECT_TRUE(stream->Finish().ok());
   EXPECT_EQ(static_cast<int>(seen.size()), kRequests);
+}
+
+// Many short streams from several threads, each closed right after its last request: the
+// server must answer every request exactly once and end every stream OK, also when the client's
+// "done" reaches the server while the last request is still being handled (a server that finished
+// the call early lost that response and wrote through a deleted reactor).
+TEST_F(GemmRequestsTest, ManyShortStreamsAnswerEveryRequestOnce) {
+  constexpr int kThreads = 8, kStreamsPerThread = 24;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      absl::BitGen gen;
+      for (int s = 0; s < kStreamsPerThread; ++s) {
+        grpc::ClientContext ctx;
+        auto stream = client().stub()->GemmStream(&ctx);
+        const int requests = 1 + (t + s) % 3;
+        for (int i = 0; i < requests; ++i) {
+          HostProblem p = RandomProblem(1 + (s * 7 + i) % 9, 8, 16, i % 2, false, 1, 0, gen);
+          v1::GemmRequest req;
+          req.set_request_id(absl::StrCat(i));
+          FillProto(p, req.mutable_problem());
+          if (!stream->Write(req)) bad++;
+        }
+        stream->WritesDone();
+        v1::GemmResponse resp;
+        std::set<std::string> seen;
+        while (stream->Read(&resp)) {
+          if (resp.error().code() != 0 || !seen.insert(resp.request_id()).second) bad++;
+        }
+        if (!stream->Finish().ok() || static_cast<int>(seen.size()) != requests) bad++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_TRUE(client().GetServerInfo().ok());  // the server is still up
 }
 
 TEST_F(GemmRequestsTest, ThirtyTwoConcurrentClients) {
