@@ -304,8 +304,9 @@ void MetricsHttpServer::HandleConnection(int fd) {
   shutdown(fd, SHUT_WR);
   // Discard what already arrived unread (e.g. a body we ignore): closing with unread input
   // makes the kernel send RST, which can destroy our answer before the client has read it.
+  // At most 64 KiB: a client that keeps sending must not hold the metrics thread.
   char buf[4096];
-  while (recv(fd, buf, sizeof(buf), 0) > 0) {
+  for (int i = 0; i < 16 && recv(fd, buf, sizeof(buf), 0) > 0; ++i) {
   }
 }
 
