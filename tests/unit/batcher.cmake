@@ -4,7 +4,7 @@ target_link_libraries(batcher_test PRIVATE gemm_core GTest::gtest_main)
 gtest_discover_tests(batcher_test DISCOVERY_MODE PRE_TEST)
 
 add_executable(metrics_test ${CMAKE_CURRENT_LIST_DIR}/metrics_test.cc)
-target_link_libraries(metrics_test PRIVATE gemm_core GTest::gtest_main)
+target_link_libraries(metrics_test PRIVATE gemm_core gemm_test_loopback_http GTest::gtest_main)
 gtest_discover_tests(metrics_test DISCOVERY_MODE PRE_TEST)
 
 add_executable(metrics_http_test ${CMAKE_CURRENT_LIST_DIR}/metrics_http_test.cc)

@@ -1,5 +1,5 @@
 // Tests of the Prometheus metrics: what each recording method exposes, the kernel info gauge,
-// thread-safety, and the HTTP exposer on loopback.
+// thread-safety, and the /metrics HTTP endpoint on loopback.
 #include "server/core/metrics.h"
 
 #include <arpa/inet.h>
@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "tests/common/loopback_http.h"
 
 namespace gemm::core {
 namespace {
@@ -147,30 +148,6 @@ int FreePort() {
   return ntohs(addr.sin_port);
 }
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    close(fd);
-    return "";
-  }
-  const std::string req =
-      absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-  if (send(fd, req.data(), req.size(), 0) < 0) {
-    close(fd);
-    return "";
-  }
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) out.append(buf, n);
-  close(fd);
-  return out;
-}
-
 TEST(MetricsTest, ServesMetricsOverHttp) {
   const int port = FreePort();
   ASSERT_GT(port, 0);
@@ -178,11 +155,11 @@ TEST(MetricsTest, ServesMetricsOverHttp) {
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ((*m)->port(), port);
   (*m)->SetQueueDepth(5);
-  const std::string response = HttpGet(port, "/metrics");
+  const std::string response = gemm::testing::LoopbackGet(port, "/metrics");
   EXPECT_TRUE(Has(response, "200 OK")) << response;
   EXPECT_TRUE(Has(response, "gemm_queue_depth 5")) << response;
 
-  // The port is taken now: a second exposer cannot bind.
+  // The port is taken now: a second endpoint cannot bind.
   auto second = Metrics::Create(port);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
 }
