@@ -1,37 +1,23 @@
 // Inline-PTX wrappers for the SM100 kernel's synchronization: mbarrier (local and remote in the
-// 2-CTA cluster), cluster barrier, cluster rank, mapa and the proxy fences. Device code only.
-// Kept apart from the SM90 engineer's ptx/mbarrier.cuh so the two kernels evolve independently.
+// 2-CTA cluster, with the cluster-scope semantics the 2-SM pipeline needs), mapa and the proxy
+// fences. Device code only. The wrappers both kernels use unchanged (SmemAddr, ClusterCtaRank,
+// ClusterSync) come from ptx/mbarrier.cuh and ptx/cluster.cuh.
 #pragma once
 
 #include <cstdint>
 
+#include "ptx/cluster.cuh"
+#include "ptx/mbarrier.cuh"
+
 namespace gemm::kernel::ptx {
 
 #if defined(__CUDA_ARCH__)
-
-// Shared-window address of a generic pointer into this CTA's shared memory.
-__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// This CTA's rank in its cluster.
-__device__ __forceinline__ uint32_t ClusterCtaRank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
 
 // Address of the same shared offset in CTA `rank` of the cluster (shared::cluster window).
 __device__ __forceinline__ uint32_t MapaShared(uint32_t smem_addr, uint32_t rank) {
   uint32_t out;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(smem_addr), "r"(rank));
   return out;
-}
-
-// All threads of all CTAs of the cluster (each warp converged): release/acquire barrier.
-__device__ __forceinline__ void ClusterSync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
-                   : "memory");
 }
 
 __device__ __forceinline__ void MbarrierInit(uint32_t bar, uint32_t count) {
