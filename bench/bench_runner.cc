@@ -82,18 +82,22 @@ absl::StatusOr<std::unique_ptr<Bench>> Bench::Create(const BenchOptions& opts) {
   BENCH_RETURN_IF_ERROR(Cublas(cublasCreate(&b->cublas_), "cublasCreate"));
   BENCH_RETURN_IF_ERROR(Cublas(cublasSetStream(b->cublas_, b->stream_), "cublasSetStream"));
   const int reps = std::max(opts.reps, 1);
-  b->start_.resize(reps);
-  b->stop_.resize(reps);
-  for (int i = 0; i < reps; ++i) {
+  b->start_.resize(2 * reps);  // two implementations interleaved
+  b->stop_.resize(2 * reps);
+  for (int i = 0; i < 2 * reps; ++i) {
     BENCH_RETURN_IF_ERROR(Cuda(cudaEventCreate(&b->start_[i]), "cudaEventCreate"));
     BENCH_RETURN_IF_ERROR(Cuda(cudaEventCreate(&b->stop_[i]), "cudaEventCreate"));
   }
   b->seed_ = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  if (opts.no_split || opts.tile_m > 0) {
+  if (opts.no_split || opts.tile_m > 0 || opts.stages > 0 || opts.cluster_m > 0 ||
+      opts.group_m > 0 || opts.debug_flags != 0) {
     kernel::sm90::TuningOverride o;
-    o.debug_flags = opts.no_split ? kernel::sm90::kDebugNoSplit : 0;
+    o.debug_flags = opts.debug_flags | (opts.no_split ? kernel::sm90::kDebugNoSplit : 0);
     o.block_m = opts.tile_m;
     o.block_n = opts.tile_n;
+    o.stages = opts.stages;
+    o.cluster_m = opts.cluster_m;
+    o.group_m = opts.group_m;
     kernel::sm90::SetTuningOverride(o);
   }
   return b;
@@ -106,27 +110,40 @@ Bench::~Bench() {
   if (stream_) cudaStreamDestroy(stream_);
 }
 
-absl::StatusOr<double> Bench::TimeMedian(const std::function<absl::Status(int)>& launch,
-                                         int nsets) {
-  for (int i = 0; i < opts_.warmup; ++i) BENCH_RETURN_IF_ERROR(launch(i % nsets));
-  const int reps = static_cast<int>(start_.size());
+absl::StatusOr<std::vector<double>> Bench::TimeMedians(
+    const std::vector<std::function<absl::Status(int)>>& launches, int nsets) {
+  const int n = static_cast<int>(launches.size());
+  for (int i = 0; i < opts_.warmup; ++i) {
+    for (const auto& launch : launches) BENCH_RETURN_IF_ERROR(launch(i % nsets));
+  }
+  const int reps = static_cast<int>(start_.size()) / 2;
   // NOTE: the delay kernel holds the stream while the host queues every timed launch behind
   // it, so that back-to-back GPU execution is timed even for launches shorter than the host's
-  // launch path (same treatment for ours and cuBLAS).
+  // launch path. The implementations alternate launch by launch (ours, cuBLAS, ours, ...), so
+  // both see the same clocks and temperature: timing them in two separate blocks let the power
+  // state drift between the blocks (8192^3 measured 1.09x and 0.98x in one run).
   BENCH_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "warm-up"));
-  BENCH_RETURN_IF_ERROR(Cuda(LaunchDelay(100.0 * reps + 1000.0, stream_), "delay"));
+  BENCH_RETURN_IF_ERROR(Cuda(LaunchDelay(100.0 * n * reps + 1000.0, stream_), "delay"));
   for (int r = 0; r < reps; ++r) {
-    BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(start_[r], stream_), "cudaEventRecord"));
-    BENCH_RETURN_IF_ERROR(launch((opts_.warmup + r) % nsets));
-    BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(stop_[r], stream_), "cudaEventRecord"));
+    for (int i = 0; i < n; ++i) {
+      const int e = (r * n + i) % static_cast<int>(start_.size());
+      BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(start_[e], stream_), "cudaEventRecord"));
+      BENCH_RETURN_IF_ERROR(launches[i]((opts_.warmup + r) % nsets));
+      BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(stop_[e], stream_), "cudaEventRecord"));
+    }
   }
   BENCH_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "timed runs"));
-  std::vector<float> ms(reps);
-  for (int r = 0; r < reps; ++r) {
-    BENCH_RETURN_IF_ERROR(Cuda(cudaEventElapsedTime(&ms[r], start_[r], stop_[r]), "elapsed"));
+  std::vector<double> medians;
+  for (int i = 0; i < n; ++i) {
+    std::vector<float> ms(reps);
+    for (int r = 0; r < reps; ++r) {
+      const int e = (r * n + i) % static_cast<int>(start_.size());
+      BENCH_RETURN_IF_ERROR(Cuda(cudaEventElapsedTime(&ms[r], start_[e], stop_[e]), "elapsed"));
+    }
+    std::sort(ms.begin(), ms.end());
+    medians.push_back(reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]));
   }
-  std::sort(ms.begin(), ms.end());
-  return reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]);
+  return medians;
 }
 
 absl::StatusOr<int> Bench::RotationCount(double set_bytes) {
@@ -154,14 +171,14 @@ absl::StatusOr<double> Bench::CopyGbps() {
   if (!src.ok()) return src.status();
   if (!dst.ok()) return dst.status();
   BENCH_RETURN_IF_ERROR(Cuda(FillRandomBf16(*src, bytes / 2, NextSeed(), stream_), "fill"));
-  absl::StatusOr<double> ms = TimeMedian(
-      [&](int) {
+  absl::StatusOr<std::vector<double>> ms = TimeMedians(
+      {[&](int) {
         return Cuda(cudaMemcpyAsync(*dst, *src, bytes, cudaMemcpyDeviceToDevice, stream_),
                     "cudaMemcpyAsync");
-      },
+      }},
       1);
   if (!ms.ok()) return ms.status();
-  return 2.0 * static_cast<double>(bytes) / (*ms * 1e-3) / 1e9;
+  return 2.0 * static_cast<double>(bytes) / ((*ms)[0] * 1e-3) / 1e9;
 }
 
 bool Bench::ReadCheck(absl::Status st, const void* sums, BenchRow* row) {
@@ -181,25 +198,19 @@ bool Bench::ReadCheck(absl::Status st, const void* sums, BenchRow* row) {
 
 void Bench::TimeBoth(const std::function<absl::Status(int)>& ours,
                      const std::function<absl::Status(int)>& cublas, int nsets, BenchRow* row) {
-  absl::StatusOr<double> t_ours = TimeMedian(ours, nsets);
+  absl::StatusOr<std::vector<double>> t = TimeMedians({ours, cublas}, nsets);
   // The WGMMA kernel's last configuration (tile, cluster, split-K), when it ran on this thread.
   const std::string launch = kernel::sm90::LastLaunchDescription();
   if (!launch.empty() && row->ours.rfind("Gemm(kSm90)", 0) == 0 && row->ctas == 0) {
     row->ours = absl::StrCat(row->ours, " ", launch);
   }
-  if (t_ours.ok()) {
-    row->ours_ms = *t_ours;
+  if (t.ok()) {
+    row->ours_ms = (*t)[0];
+    row->cublas_ms = (*t)[1];
   } else {
-    row->error = absl::StrCat(row->error, row->error.empty() ? "" : "; ",
-                              "ours: ", t_ours.status().message());
+    row->error =
+        absl::StrCat(row->error, row->error.empty() ? "" : "; ", "timing: ", t.status().message());
     cudaStreamSynchronize(stream_);
-  }
-  absl::StatusOr<double> t_cublas = TimeMedian(cublas, nsets);
-  if (t_cublas.ok()) {
-    row->cublas_ms = *t_cublas;
-  } else {
-    row->error = absl::StrCat(row->error, row->error.empty() ? "" : "; ",
-                              "cublas: ", t_cublas.status().message());
   }
 }
 

@@ -31,8 +31,10 @@ struct BenchOptions {
   bool sm90_main = false;       // time sm90::Gemm (the WGMMA kernel) directly, bypassing small-M
   bool no_split = false;        // WGMMA kernel without its tail split-K (kDebugNoSplit)
   int tile_m = 0, tile_n = 0;   // > 0: force the WGMMA kernel's tile (tuning override)
-  int64_t force_ctas = 0;       // with direct_small_m: grid size override (0 = heuristic)
-  double mem_fraction = 0.6;    // share of free device memory the operand sets may use
+  int stages = 0, cluster_m = 0, group_m = 0;  // > 0: force these WGMMA launch parameters
+  int debug_flags = 0;        // sm90 kDebug* bits (timing experiments; results may be wrong)
+  int64_t force_ctas = 0;     // with direct_small_m: grid size override (0 = heuristic)
+  double mem_fraction = 0.6;  // share of free device memory the operand sets may use
 };
 
 // One measured line.
@@ -76,13 +78,16 @@ class Bench {
   explicit Bench(const BenchOptions& opts) : opts_(opts) {}
   BenchRow RunStrided(const std::string& set, const Shape& shape, kernel::BLayout layout);
   BenchRow RunGrouped(const std::vector<Shape>& shapes, kernel::BLayout layout);
-  // Median milliseconds of `launch(set_index)` over opts_.reps runs after opts_.warmup.
-  absl::StatusOr<double> TimeMedian(const std::function<absl::Status(int)>& launch, int nsets);
+  // Median milliseconds of each `launches[i](set_index)` over opts_.reps runs after
+  // opts_.warmup, the launches alternating one by one (at most two).
+  absl::StatusOr<std::vector<double>> TimeMedians(
+      const std::vector<std::function<absl::Status(int)>>& launches, int nsets);
   // Ends a --check: after `st` (the status of the comparison so far) reads the device
   // CompareSums at `sums` into row->bad / rel_err, or records the error. Returns false after a
   // sticky CUDA error (the row is final).
   bool ReadCheck(absl::Status st, const void* sums, BenchRow* row);
-  // Times both implementations into row->ours_ms / cublas_ms; failures go to row->error.
+  // Times both implementations, interleaved, into row->ours_ms / cublas_ms; failures go to
+  // row->error.
   void TimeBoth(const std::function<absl::Status(int)>& ours,
                 const std::function<absl::Status(int)>& cublas, int nsets, BenchRow* row);
   // Number of operand sets of `set_bytes` so that together they exceed L2 and fit memory.

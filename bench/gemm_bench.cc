@@ -28,7 +28,8 @@ constexpr char kUsage[] =
     "usage: gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both]\n"
     "                  [--dtype bf16|f32] [--json] [--csv] [--check] [--reps N] [--warmup N]\n"
     "                  [--shapes DIR] [--direct] [--ctas N] [--sm90_main] [--no_split]\n"
-    "                  [--tile MxN]\n"
+    "                  [--tile MxN] [--stages N] [--cluster N] [--group_m N]\n"
+    "                  [--debug_flags N]\n"
     "  --json    one JSON object per line on stdout (the table goes to stderr)\n"
     "  --csv     CSV lines on stdout instead of the table\n"
     "  --check   compare ours with cuBLASLt (relative Frobenius error) before timing\n"
@@ -36,6 +37,9 @@ constexpr char kUsage[] =
     "  --sm90_main  time the SM90 WGMMA kernel directly (bypass the dispatch and small-M)\n"
     "  --no_split   never split the WGMMA kernel's last wave along K (A/B timing)\n"
     "  --tile MxN   force the WGMMA kernel's tile (128x256, 256x128 or 128x128)\n"
+    "  --stages, --cluster, --group_m  force these WGMMA launch parameters\n"
+    "  --debug_flags N  sm90 kDebug* bits (1 skip epilogue, 2 no loads, 4 no multicast):\n"
+    "               timing experiments only, results are wrong\n"
     "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n";
 
 struct Flags {
@@ -66,6 +70,14 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->bench.no_split = true;
     } else if (arg == "--tile" && value(&v)) {
       if (std::sscanf(v.c_str(), "%dx%d", &f->bench.tile_m, &f->bench.tile_n) != 2) return false;
+    } else if (arg == "--stages" && value(&v)) {
+      f->bench.stages = std::atoi(v.c_str());
+    } else if (arg == "--cluster" && value(&v)) {
+      f->bench.cluster_m = std::atoi(v.c_str());
+    } else if (arg == "--group_m" && value(&v)) {
+      f->bench.group_m = std::atoi(v.c_str());
+    } else if (arg == "--debug_flags" && value(&v)) {
+      f->bench.debug_flags = std::atoi(v.c_str());
     } else if (arg == "--direct") {
       f->bench.direct_small_m = true;
     } else if (arg == "--set" && value(&v)) {
