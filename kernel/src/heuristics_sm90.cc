@@ -57,8 +57,10 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
     // Decode-like: one M tile, the time is reading B. The widest tile streams B in the fewest,
     // longest runs; the launcher's tail split-K restores parallelism. Measured on H200
     // (gemm_bench --sm90_main --tile, M=64, N/K in {8192, 28672}): 128x256 0.0509/0.1251/0.1297
-    // ms vs 128x128 0.0549/0.1662/0.1493 ms.
-    best.block_m = 128;
+    // ms vs 128x128 0.0549/0.1662/0.1493 ms. 64 rows, not 128: with 128 the second consumer
+    // warpgroup multiplied zero rows, and the tensor cores (M=64 8192^2 with no loads at all:
+    // 35.7 us) were as slow as reading B (~31 us).
+    best.block_m = 64;
     best.block_n = 256;
     best.cluster_m = 1;
     best.group_m = 2048 / best.block_m;

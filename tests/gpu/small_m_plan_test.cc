@@ -19,8 +19,8 @@ StridedBatch Shape(int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
 
 TEST(SmallMPlan, UseSmallMCoversDecodeRowsOnly) {
   EXPECT_TRUE(UseSmallM(Shape(1, 8192, 8192), 132));
-  EXPECT_TRUE(UseSmallM(Shape(40, 1, 1), 132));
-  EXPECT_FALSE(UseSmallM(Shape(41, 8192, 8192), 132));  // the WGMMA kernel is faster there
+  EXPECT_TRUE(UseSmallM(Shape(16, 1, 1), 132));
+  EXPECT_FALSE(UseSmallM(Shape(17, 8192, 8192), 132));  // the WGMMA kernel is faster there
   EXPECT_FALSE(UseSmallM(Shape(129, 8192, 8192), 132));
   EXPECT_FALSE(UseSmallM(Shape(0, 8192, 8192), 132));
 }

@@ -38,12 +38,12 @@ TEST(HeuristicsSm90, SingleRowOfTilesAvoidsClusters) {
 }
 
 TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
-  // M <= 64: memory bound, 128x256 without a cluster even though 128x128 would fill more SMs.
+  // M <= 64: memory bound, 64x256 without a cluster even though 128x128 would fill more SMs.
   for (int64_t m : {1, 33, 64}) {
     ShapeQuery q;
     q.m = m, q.n = 8192, q.k = 8192;
     const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
-    EXPECT_EQ(cfg.block_m, 128) << m;
+    EXPECT_EQ(cfg.block_m, 64) << m;
     EXPECT_EQ(cfg.block_n, 256) << m;
     EXPECT_EQ(cfg.cluster_m, 1) << m;
     EXPECT_GE(cfg.stages, 4) << m;

@@ -4,7 +4,8 @@
 target_sources(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/sm90_gemm.cc
                                    ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bn128.cu
                                    ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bn256.cu
-                                   ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bm256.cu)
+                                   ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bm256.cu
+                                   ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bm64.cu)
 # The decode engineer's small-M kernel, when present.
 include(${CMAKE_CURRENT_LIST_DIR}/small_m.cmake OPTIONAL RESULT_VARIABLE _gemm_small_m)
 if(_gemm_small_m)

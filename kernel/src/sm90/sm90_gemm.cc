@@ -89,7 +89,7 @@ TileConfig ApplyOverride(TileConfig cfg, int* debug_flags) {
   t_promotion = (*debug_flags & 16)   ? CU_TENSOR_MAP_L2_PROMOTION_NONE
                 : (*debug_flags & 32) ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
                                       : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-  *debug_flags &= 0xf;  // the rest are host-side switches
+  *debug_flags &= 0xf | kDebugExitEarly;  // 16/32: host-side only
   return cfg;
 }
 
@@ -138,7 +138,8 @@ absl::Status BuildProblem(const Problem& p, int64_t batch, int64_t sa, int64_t s
   const std::size_t dsz = DTypeSize(p.d_dtype);
   const bool kn = p.b_layout == BLayout::kKN;
   GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaA], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.k, p.m, batch,
-                                p.lda * 2, BatchPitch(batch, sa, p.m, p.lda, 2), 64, 128));
+                                p.lda * 2, BatchPitch(batch, sa, p.m, p.lda, 2), 64,
+                                std::min(cfg.block_m, 128)));  // rows per A box
   const int64_t b_rows = kn ? p.k : p.n;
   if (kn) {
     GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaB], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.b, p.n, p.k,
@@ -192,6 +193,10 @@ cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DTyp
   GEMM_SM90_CASE(128, 128, false, true)
   GEMM_SM90_CASE(128, 128, true, false)
   GEMM_SM90_CASE(128, 128, true, true)
+  GEMM_SM90_CASE(64, 256, false, false)
+  GEMM_SM90_CASE(64, 256, false, true)
+  GEMM_SM90_CASE(64, 256, true, false)
+  GEMM_SM90_CASE(64, 256, true, true)
 #undef GEMM_SM90_CASE
   t_last_launch = absl::StrCat("tile=", cfg.block_m, "x", cfg.block_n, " stages=", cfg.stages,
                                " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m,
@@ -221,7 +226,8 @@ void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, Kernel
 // Shared-memory sanity of an overridden configuration.
 bool ConfigFits(const TileConfig& cfg, bool f32, int smem_optin) {
   const bool tile_ok = (cfg.block_m == 128 && (cfg.block_n == 128 || cfg.block_n == 256)) ||
-                       (cfg.block_m == 256 && cfg.block_n == 128);
+                       (cfg.block_m == 256 && cfg.block_n == 128) ||
+                       (cfg.block_m == 64 && cfg.block_n == 256);
   return tile_ok && (cfg.cluster_m == 1 || cfg.cluster_m == 2) && cfg.stages >= 2 &&
          SharedMemoryBytes(cfg, f32) <= smem_optin;
 }

@@ -7,10 +7,12 @@
 //        loads half of the B tile and multicasts it to both (B is shared along M).
 //        setmaxnreg lowers it to 40 registers.
 //   WG1,2 consumers: each owns BM/2 rows x BN columns of the BM x BN tile (128x256, 256x128 or
-//        128x128), issues wgmma.m64nBNk16 (one per 64 rows) from shared-memory descriptors (B
+//        128x128), or, in the 64x256 decode tile, all 64 rows x BN/2 columns (both warpgroups
+//        busy on M <= 64 instead of one computing zero rows), and issues wgmma.m64nWk16 (W =
+//        the warpgroup's columns; one per 64 rows) from shared-memory descriptors (B
 //        K-major, or N-major with the transpose bit), keeps one wgmma group in flight and frees a
 //        slot as soon as the wgmma that read it retired. setmaxnreg raises them to 232 registers
-//        (BN/2 accumulators). Epilogue: alpha/beta(C) in registers -> STSM (BF16) / st.shared
+//        (W/2 accumulators). Epilogue: alpha/beta(C) in registers -> STSM (BF16) / st.shared
 //        (FP32) into a per-warp double-buffered 128B-swizzled 16-row staging tile -> TMA store
 //        (hardware clips M/N edges).
 // Edges: TMA zero-fills out-of-bounds loads (M, N and K tails), so any M, N, K >= 1 works.
@@ -49,10 +51,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     Sm90GemmKernel(const __grid_constant__ KernelParams<P> params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace gemm::kernel::ptx;
-  static_assert((BM == 128 && (BN == 128 || BN == 256)) || (BM == 256 && BN == 128),
-                "tiles: 128x128, 128x256, 256x128");
-  constexpr int kWgRows = BM / 2;        // rows per consumer warpgroup
-  constexpr int kHalves = kWgRows / 64;  // m64 wgmmas per consumer warpgroup and k16 step
+  static_assert((BM == 128 && (BN == 128 || BN == 256)) || (BM == 256 && BN == 128) ||
+                    (BM == 64 && BN == 256),
+                "tiles: 128x128, 128x256, 256x128, 64x256");
+  constexpr bool kSplitN = BM == 64;              // warpgroups split the columns, not rows
+  constexpr int kWgRows = kSplitN ? 64 : BM / 2;  // rows per consumer warpgroup
+  constexpr int kWgCols = kSplitN ? BN / 2 : BN;  // columns per consumer warpgroup
+  constexpr int kHalves = kWgRows / 64;           // m64 wgmmas per consumer warpgroup and k16 step
   constexpr int kABytes = BM * kBlockK * 2;
   constexpr int kBBytes = BN * kBlockK * 2;
   const int stages = params.stages;
@@ -89,6 +94,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   } else {
     __syncthreads();
   }
+  if (params.debug_flags & kDebugExitEarly) return;  // timing of launch + prologue only
 
   const int64_t num_clusters = gridDim.x / cs;
   const int64_t first_tile = blockIdx.x / cs;
@@ -126,7 +132,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
           MbarArriveExpectTx(full, kABytes + kBBytes);
 #pragma unroll
-          for (int r = 0; r < BM / 128; ++r) {  // 128-row boxes of A
+          for (int r = 0; r < (BM + 127) / 128; ++r) {  // boxes of min(BM, 128) rows of A
             TmaLoad3d(tma_a, s_a + stage * kABytes + r * 128 * 128, full, kb * kBlockK,
                       m0 + r * 128, tc.batch);
           }
@@ -179,11 +185,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int ltid = tid - wg * 128;
     const int warp = ltid / 32;
     const int lane = tid % 32;
-    float acc[kHalves][BN / 2];
+    float acc[kHalves][kWgCols / 2];
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) acc[h][i] = 0.0f;
+      for (int i = 0; i < kWgCols / 2; ++i) acc[h][i] = 0.0f;
     }
     int stage = 0;
     uint32_t phase = 0;
@@ -212,8 +218,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kb = kb_begin; kb < kb_end; ++kb) {
         MbarWait(full_bar(stage), phase);
         WgmmaFence();
-        const uint32_t a_base = s_a + stage * kABytes + wgi * kWgRows * 128;
-        const uint32_t b_base = s_b + stage * kBBytes;
+        // A rows / B columns of this warpgroup (128 bytes of K per row in either layout).
+        const uint32_t a_base = s_a + stage * kABytes + (kSplitN ? 0 : wgi * kWgRows * 128);
+        const uint32_t b_base = s_b + stage * kBBytes + (kSplitN ? wgi * kWgCols * 128 : 0);
 #pragma unroll
         for (int ks = 0; ks < kBlockK / 16; ++ks) {
           // B: K-major like A, or N-major: 16 K rows = two 8-row groups of 1024 bytes, 64-column
@@ -224,7 +231,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           for (int h = 0; h < kHalves; ++h) {
             // A: K-major, 16 K elements = 32 bytes inside the swizzle atom.
             const uint64_t da = MakeSmemDescSw128(a_base + h * 64 * 128 + ks * 32, 16, 1024);
-            WgmmaBf16<BN, kBKN ? 1 : 0>::Mma(acc[h], da, db, (kb != kb_begin || ks != 0) ? 1u : 0u);
+            WgmmaBf16<kWgCols, kBKN ? 1 : 0>::Mma(acc[h], da, db,
+                                                  (kb != kb_begin || ks != 0) ? 1u : 0u);
           }
         }
         WgmmaCommit();
@@ -241,6 +249,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       WgmmaWait<0>();
       release(prev_stage);
 
+      const int m_wg =
+          (tc.m_cluster * cs + static_cast<int>(rank)) * BM + (kSplitN ? 0 : wgi * kWgRows);
       if (w.split >= 0) {
         // ---------------- split-K exchange (both consumer warpgroups) ----------------
         // Partial tiles are stored in accumulator-fragment order, float4-interleaved over the
@@ -251,13 +261,16 @@ __global__ void __launch_bounds__(kThreads, 1)
           return reinterpret_cast<float4*>(params.partials) +
                  PartialSlot(w.tail_index, split, plan, static_cast<int>(rank), cs) * kSlotVec;
         };
+        // Fragments of rows past M are neither written nor read (decode shapes: most rows).
+        auto rows_live = [&](int h) { return m_wg + h * 64 + warp * 16 < pp.m; };
         if (!IsOwner(w, plan)) {
           float4* dst = slot_ptr(w.split);
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
+            if (!rows_live(h)) continue;
 #pragma unroll
-            for (int i = 0; i < BN / 2; i += 4) {
-              __stcg(dst + ((h * (BN / 2) + i) / 4) * 256 + ctid,
+            for (int i = 0; i < kWgCols / 2; i += 4) {
+              __stcg(dst + ((h * (kWgCols / 2) + i) / 4) * 256 + ctid,
                      make_float4(acc[h][i], acc[h][i + 1], acc[h][i + 2], acc[h][i + 3]));
             }
           }
@@ -278,32 +291,59 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
         NamedBarrierSync(1, 256);  // all partials of this tile are visible
-        for (int32_t s = 0; s + 1 < plan.splits; ++s) {
-          const float4* src = slot_ptr(s);
+        // NOTE: with 64 accumulators per thread (64x256 tile) two slots are loaded before
+        // adding, so twice the loads are in flight: the owner's reads are latency-bound.
+        constexpr int kVec = kWgCols / 8;  // float4s per m64 half and thread
+        constexpr int kAtOnce = kHalves * kVec <= 16 ? 2 : 1;
+        for (int32_t s = 0; s + 1 < plan.splits; s += kAtOnce) {
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
+            if (!rows_live(h)) continue;
+            if constexpr (kAtOnce == 1) {
+              const float4* src = slot_ptr(s) + h * kVec * 256 + ctid;
 #pragma unroll
-            for (int i = 0; i < BN / 2; i += 4) {
-              const float4 v = __ldcg(src + ((h * (BN / 2) + i) / 4) * 256 + ctid);
-              acc[h][i] += v.x;
-              acc[h][i + 1] += v.y;
-              acc[h][i + 2] += v.z;
-              acc[h][i + 3] += v.w;
+              for (int i = 0; i < kVec; ++i) {
+                const float4 v = __ldcg(src + i * 256);
+                acc[h][4 * i] += v.x;
+                acc[h][4 * i + 1] += v.y;
+                acc[h][4 * i + 2] += v.z;
+                acc[h][4 * i + 3] += v.w;
+              }
+            } else {
+              float4 v[kAtOnce][kVec];
+#pragma unroll
+              for (int j = 0; j < kAtOnce; ++j) {
+                const bool have = s + j + 1 < plan.splits;
+                const float4* src = slot_ptr(have ? s + j : s) + h * kVec * 256 + ctid;
+#pragma unroll
+                for (int i = 0; i < kVec; ++i) {
+                  v[j][i] = have ? __ldcg(src + i * 256) : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+              }
+#pragma unroll
+              for (int j = 0; j < kAtOnce; ++j) {
+#pragma unroll
+                for (int i = 0; i < kVec; ++i) {
+                  acc[h][4 * i] += v[j][i].x;
+                  acc[h][4 * i + 1] += v[j][i].y;
+                  acc[h][4 * i + 2] += v[j][i].z;
+                  acc[h][4 * i + 3] += v[j][i].w;
+                }
+              }
             }
           }
         }
       }
 
       // ---------------- epilogue ----------------
-      const int m_wg = (tc.m_cluster * cs + static_cast<int>(rank)) * BM + wgi * kWgRows;
 #pragma unroll
       for (int hh = 0; hh < kHalves; ++hh) {
         const int m_base = m_wg + hh * 64;  // this m64 half's first row
         const int m_warp = m_base + warp * 16;
         if (m_warp < pp.m && !(params.debug_flags & kDebugSkipEpilogue)) {
-          const int n_base = tc.n_block * BN;
+          const int n_base = tc.n_block * BN + (kSplitN ? wgi * kWgCols : 0);
           constexpr int kCW = kF32Out ? 32 : 64;  // columns per 128-byte staging row
-          constexpr int kChunks = BN / kCW;
+          constexpr int kChunks = kWgCols / kCW;
           const bool use_c = pp.beta != 0.0f;
           const float alpha = pp.alpha, beta = pp.beta;
           const int row_lo = warp * 16 + lane / 4;  // and row_lo + 8
