@@ -54,14 +54,15 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   sm_count = std::max(sm_count, 2);
   TileConfig best;
   if (q.tiles_hint == 0 && q.m <= kWideDecodeMaxRows) {
-    // Decode-like: one M tile, the time is reading B. The widest tile streams B in the fewest,
-    // longest runs; the launcher's tail split-K restores parallelism. Measured on H200
-    // (gemm_bench --sm90_main --tile, M=64, N/K in {8192, 28672}): 128x256 0.0509/0.1251/0.1297
-    // ms vs 128x128 0.0549/0.1662/0.1493 ms. 64 rows, not 128: with 128 the second consumer
-    // warpgroup multiplied zero rows, and the tensor cores (M=64 8192^2 with no loads at all:
-    // 35.7 us) were as slow as reading B (~31 us).
+    // Decode-like: one M tile, the time is reading B; the launcher's tail split-K spreads the
+    // tiles over the SMs along K. 64 rows, not 128: with 128 the second consumer warpgroup
+    // multiplied zero rows, and the tensor cores (M=64 8192^2 with no loads at all: 35.7 us)
+    // were as slow as reading B (~31 us). 128 columns while those tiles still fit one wave
+    // (fewer K pieces, so less partial exchange), else 256. Measured on H200 (gemm_bench
+    // --sm90_main --tile, M in {24, 32, 48, 64}, both layouts, two runs): N=8192 64x128 faster
+    // by 0-9% (8192^2 kn M=64: 0.0404 vs 0.0443 ms), N=28672 64x256 faster by 2-10%.
     best.block_m = 64;
-    best.block_n = 256;
+    best.block_n = CeilDiv(q.n, 128) * std::max<int64_t>(q.batch, 1) <= sm_count ? 128 : 256;
     best.cluster_m = 1;
     best.group_m = 2048 / best.block_m;
     best.stages = MaxStages(best.block_m, best.block_n, q.fp32_out, smem_limit);

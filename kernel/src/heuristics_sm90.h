@@ -10,7 +10,7 @@ namespace gemm::kernel::sm90 {
 struct TileConfig {
   int block_m = 128;  // rows per CTA tile (two consumer warpgroups of block_m / 2 rows; with 64,
                       // each warpgroup takes half the columns)
-  int block_n = 256;  // columns per CTA tile: 128x256, 256x128, 128x128 or 64x256
+  int block_n = 256;  // columns per CTA tile: 128x256, 256x128, 128x128, 64x256 or 64x128
   int block_k = 64;   // K per pipeline stage (one 128-byte swizzle atom of BF16)
   int stages = 4;     // depth of the TMA -> WGMMA shared-memory pipeline
   int cluster_m = 2;  // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
@@ -35,8 +35,8 @@ int MaxStages(int block_m, int block_n, bool fp32_out, int smem_limit);
 // Number of CTA tiles a problem of `q` splits into under `cfg`.
 int64_t NumTiles(const ShapeQuery& q, const TileConfig& cfg);
 
-// Up to this many rows (one M tile, bound by reading B) a single problem always gets 64x256
-// tiles without a cluster.
+// Up to this many rows (one M tile, bound by reading B) a single problem always gets 64-row
+// tiles (64x128 or 64x256) without a cluster.
 inline constexpr int64_t kWideDecodeMaxRows = 64;
 
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of

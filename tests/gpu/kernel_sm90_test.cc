@@ -176,7 +176,7 @@ TEST(Sm90Small, EdgesAndPaths) {
 // some of them for the shapes above).
 TEST(Sm90Small, EveryTileShape) {
   if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
-  const int tiles[][2] = {{128, 256}, {256, 128}, {128, 128}, {64, 256}};
+  const int tiles[][2] = {{128, 256}, {256, 128}, {128, 128}, {64, 256}, {64, 128}};
   // The last two give every CTA several tiles, with more K blocks than pipeline stages; the
   // one before splits its tiles along K.
   const int64_t shapes[][3] = {{7, 129, 65},     {300, 264, 130},   {513, 520, 200},

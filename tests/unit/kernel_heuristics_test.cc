@@ -38,15 +38,18 @@ TEST(HeuristicsSm90, SingleRowOfTilesAvoidsClusters) {
 }
 
 TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
-  // M <= 64: memory bound, 64x256 without a cluster even though 128x128 would fill more SMs.
+  // M <= 64: memory bound, 64-row tiles without a cluster; 128 columns while those tiles fit
+  // one wave (N = 8192: 64 tiles), else 256 (N = 28672: 224 tiles of 128 would not).
   for (int64_t m : {1, 33, 64}) {
-    ShapeQuery q;
-    q.m = m, q.n = 8192, q.k = 8192;
-    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
-    EXPECT_EQ(cfg.block_m, 64) << m;
-    EXPECT_EQ(cfg.block_n, 256) << m;
-    EXPECT_EQ(cfg.cluster_m, 1) << m;
-    EXPECT_GE(cfg.stages, 4) << m;
+    for (int64_t n : {8192, 28672}) {
+      ShapeQuery q;
+      q.m = m, q.n = n, q.k = 8192;
+      const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+      EXPECT_EQ(cfg.block_m, 64) << m;
+      EXPECT_EQ(cfg.block_n, n == 8192 ? 128 : 256) << m << " " << n;
+      EXPECT_EQ(cfg.cluster_m, 1) << m;
+      EXPECT_GE(cfg.stages, 4) << m;
+    }
   }
   // Groups keep the general choice.
   ShapeQuery g;

@@ -197,6 +197,10 @@ cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DTyp
   GEMM_SM90_CASE(64, 256, false, true)
   GEMM_SM90_CASE(64, 256, true, false)
   GEMM_SM90_CASE(64, 256, true, true)
+  GEMM_SM90_CASE(64, 128, false, false)
+  GEMM_SM90_CASE(64, 128, false, true)
+  GEMM_SM90_CASE(64, 128, true, false)
+  GEMM_SM90_CASE(64, 128, true, true)
 #undef GEMM_SM90_CASE
   t_last_launch = absl::StrCat("tile=", cfg.block_m, "x", cfg.block_n, " stages=", cfg.stages,
                                " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m,
@@ -227,7 +231,7 @@ void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, Kernel
 bool ConfigFits(const TileConfig& cfg, bool f32, int smem_optin) {
   const bool tile_ok = (cfg.block_m == 128 && (cfg.block_n == 128 || cfg.block_n == 256)) ||
                        (cfg.block_m == 256 && cfg.block_n == 128) ||
-                       (cfg.block_m == 64 && cfg.block_n == 256);
+                       (cfg.block_m == 64 && (cfg.block_n == 256 || cfg.block_n == 128));
   return tile_ok && (cfg.cluster_m == 1 || cfg.cluster_m == 2) && cfg.stages >= 2 &&
          SharedMemoryBytes(cfg, f32) <= smem_optin;
 }
