@@ -210,7 +210,13 @@ class SmallMTest : public ::testing::Test {
     EXPECT_EQ(nan, 0) << "NaN / unwritten outputs";
     EXPECT_EQ(bad, 0);
     EXPECT_EQ(pad_written, 0) << "bytes written into the row padding of D";
-    const double rel = std::sqrt(err2 / std::max(ref2, 1e-30));
+    // NOTE: with few outputs (N = 1) the reference can be a nearly cancelling dot product,
+    // whose relative error between two right FP32 summation orders is large (seen on H200:
+    // 1.2e-4 at M=1, N=1, K=8192): the norm is floored at a tenth of the expected size of such
+    // a sum (inputs uniform in [-1, 1): sqrt(K / 9) per output). Wrong results stay far above.
+    const double typical2 =
+        static_cast<double>(expect.size()) * static_cast<double>(c.k) / 9.0 * c.alpha * c.alpha;
+    const double rel = std::sqrt(err2 / std::max({ref2, 0.01 * typical2, 1e-30}));
     EXPECT_LT(rel, es == 2 ? 5e-3 : 2e-5) << "relative Frobenius error";
     if (raw_out) *raw_out = std::move(out);
   }
