@@ -202,6 +202,8 @@ absl::Status SelfTest(int device, kernel::KernelKind kind, const SelfTestOptions
   std::vector<Case> cases = {
       {"256x256x256 kn bf16", {Shape(256, 256, 256, BLayout::kKN)}},
       {"16x4096x4096 nk bf16 (decode)", {Shape(16, 4096, 4096, BLayout::kNK)}},
+      // SM90: the 64-row WGMMA decode tile (M 17..64) with the tail split-K.
+      {"48x4096x4096 kn bf16 (decode, WGMMA)", {Shape(48, 4096, 4096, BLayout::kKN)}},
       {"1000x520x136 kn fp32 alpha=0.5 beta=1",
        {Shape(1000, 520, 136, BLayout::kKN, DType::kFP32, 0.5f, 1.0f)}},
       {"3x 320x1024x1024 nk bf16 (strided)", {Shape(320, 1024, 1024, BLayout::kNK)}, 3},
