@@ -25,6 +25,7 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ptx/cluster.cuh"
 #include "ptx/mbarrier.cuh"
@@ -336,111 +337,126 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
 
       // ---------------- epilogue ----------------
+      // NOTE: two copies; alpha == 1 without C (the usual call) skips the scaling and the C
+      // branches (measured with ncu on 2048^3: 517 instructions per consumer warp, 128 of
+      // them FMULs by alpha, while the tensor cores wait).
+      auto epilogue = [&](auto plain_tag) {
+        constexpr bool kPlain = decltype(plain_tag)::value;
 #pragma unroll
-      for (int hh = 0; hh < kHalves; ++hh) {
-        const int m_base = m_wg + hh * 64;  // this m64 half's first row
-        const int m_warp = m_base + warp * 16;
-        if (m_warp < pp.m && !(params.debug_flags & kDebugSkipEpilogue)) {
-          const int n_base = tc.n_block * BN + (kSplitN ? wgi * kWgCols : 0);
-          constexpr int kCW = kF32Out ? 32 : 64;  // columns per 128-byte staging row
-          constexpr int kChunks = kWgCols / kCW;
-          const bool use_c = pp.beta != 0.0f;
-          const float alpha = pp.alpha, beta = pp.beta;
-          const int row_lo = warp * 16 + lane / 4;  // and row_lo + 8
-          // C value at tile-local (r, col) and (r, col+1), zero outside the problem.
-          auto load_c2 = [&](int r, int col, float& c0, float& c1) {
-            c0 = c1 = 0.0f;
-            const int64_t gr = m_base + r, gc = n_base + col;
-            if (gr >= pp.m || gc >= pp.n) return;
-            const int64_t off = static_cast<int64_t>(tc.batch) * pp.stride_c + gr * pp.ldc + gc;
-            if constexpr (kF32Out) {
-              const float* cp = static_cast<const float*>(pp.c) + off;
-              if (gc + 1 < pp.n) {
-                const float2 v = *reinterpret_cast<const float2*>(cp);
-                c0 = v.x, c1 = v.y;
-              } else {
-                c0 = cp[0];
-              }
-            } else {
-              const __nv_bfloat16* cp = static_cast<const __nv_bfloat16*>(pp.c) + off;
-              if (gc + 1 < pp.n) {
-                const __nv_bfloat162 v = *reinterpret_cast<const __nv_bfloat162*>(cp);
-                c0 = __bfloat162float(v.x), c1 = __bfloat162float(v.y);
-              } else {
-                c0 = __bfloat162float(cp[0]);
-              }
-            }
-          };
-#pragma unroll
-          for (int j = 0; j < kChunks; ++j) {
-            if (n_base + j * kCW < pp.n) {
-              const uint32_t buf = stg0 + (epi_iter & 1) * kEpiBufBytes;
-              if (lane == 0) BulkWaitGroupRead<1>();  // the store that last read `buf` is done
-              __syncwarp();
-              if constexpr (!kF32Out) {
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                  const int g = j * 8 + q * 2;  // two 8-column groups per stmatrix.x4
-                  float v[8];
-#pragma unroll
-                  for (int e = 0; e < 4; ++e) {
-                    v[e] = alpha * acc[hh][g * 4 + e];
-                    v[4 + e] = alpha * acc[hh][(g + 1) * 4 + e];
-                  }
-                  if (use_c) {
-                    float c[8];
-                    const int col = g * 8 + (lane % 4) * 2;
-                    load_c2(row_lo, col, c[0], c[1]);
-                    load_c2(row_lo + 8, col, c[2], c[3]);
-                    load_c2(row_lo, col + 8, c[4], c[5]);
-                    load_c2(row_lo + 8, col + 8, c[6], c[7]);
-#pragma unroll
-                    for (int e = 0; e < 8; ++e) v[e] += beta * c[e];
-                  }
-                  uint32_t r[4];
-#pragma unroll
-                  for (int e = 0; e < 4; ++e) {
-                    __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
-                    r[e] = *reinterpret_cast<uint32_t*>(&h);
-                  }
-                  const int row = ((lane / 8) % 2) * 8 + lane % 8;
-                  const int unit = q * 2 + lane / 16;
-                  StMatrixX4(buf + row * 128 + ((unit ^ (row % 8)) * 16), r[0], r[1], r[2], r[3]);
+        for (int hh = 0; hh < kHalves; ++hh) {
+          const int m_base = m_wg + hh * 64;  // this m64 half's first row
+          const int m_warp = m_base + warp * 16;
+          if (m_warp < pp.m && !(params.debug_flags & kDebugSkipEpilogue)) {
+            const int n_base = tc.n_block * BN + (kSplitN ? wgi * kWgCols : 0);
+            constexpr int kCW = kF32Out ? 32 : 64;  // columns per 128-byte staging row
+            constexpr int kChunks = kWgCols / kCW;
+            const bool use_c = pp.beta != 0.0f;
+            const float alpha = pp.alpha, beta = pp.beta;
+            const int row_lo = warp * 16 + lane / 4;  // and row_lo + 8
+            // C value at tile-local (r, col) and (r, col+1), zero outside the problem.
+            auto load_c2 = [&](int r, int col, float& c0, float& c1) {
+              c0 = c1 = 0.0f;
+              const int64_t gr = m_base + r, gc = n_base + col;
+              if (gr >= pp.m || gc >= pp.n) return;
+              const int64_t off = static_cast<int64_t>(tc.batch) * pp.stride_c + gr * pp.ldc + gc;
+              if constexpr (kF32Out) {
+                const float* cp = static_cast<const float*>(pp.c) + off;
+                if (gc + 1 < pp.n) {
+                  const float2 v = *reinterpret_cast<const float2*>(cp);
+                  c0 = v.x, c1 = v.y;
+                } else {
+                  c0 = cp[0];
                 }
               } else {
+                const __nv_bfloat16* cp = static_cast<const __nv_bfloat16*>(pp.c) + off;
+                if (gc + 1 < pp.n) {
+                  const __nv_bfloat162 v = *reinterpret_cast<const __nv_bfloat162*>(cp);
+                  c0 = __bfloat162float(v.x), c1 = __bfloat162float(v.y);
+                } else {
+                  c0 = __bfloat162float(cp[0]);
+                }
+              }
+            };
 #pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                  const int g = j * 4 + q;
+            for (int j = 0; j < kChunks; ++j) {
+              if (n_base + j * kCW < pp.n) {
+                const uint32_t buf = stg0 + (epi_iter & 1) * kEpiBufBytes;
+                if (lane == 0) BulkWaitGroupRead<1>();  // the store that last read `buf` is done
+                __syncwarp();
+                if constexpr (!kF32Out) {
 #pragma unroll
-                  for (int h = 0; h < 2; ++h) {
-                    const int row = lane / 4 + h * 8;  // within the warp's 16 rows
-                    const int col_in = q * 8 + (lane % 4) * 2;
-                    float v0 = alpha * acc[hh][g * 4 + h * 2],
-                          v1 = alpha * acc[hh][g * 4 + h * 2 + 1];
-                    if (use_c) {
-                      float c0, c1;
-                      load_c2(row_lo + h * 8, j * kCW + col_in, c0, c1);
-                      v0 += beta * c0;
-                      v1 += beta * c1;
+                  for (int q = 0; q < 4; ++q) {
+                    const int g = j * 8 + q * 2;  // two 8-column groups per stmatrix.x4
+                    float v[8];
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                      v[e] = kPlain ? acc[hh][g * 4 + e] : alpha * acc[hh][g * 4 + e];
+                      v[4 + e] =
+                          kPlain ? acc[hh][(g + 1) * 4 + e] : alpha * acc[hh][(g + 1) * 4 + e];
                     }
-                    const uint32_t addr =
-                        buf + row * 128 + (((col_in / 4) ^ (row % 8)) * 16) + (col_in % 4) * 4;
-                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(v0), "f"(v1)
-                                 : "memory");
+                    if (!kPlain && use_c) {
+                      float c[8];
+                      const int col = g * 8 + (lane % 4) * 2;
+                      load_c2(row_lo, col, c[0], c[1]);
+                      load_c2(row_lo + 8, col, c[2], c[3]);
+                      load_c2(row_lo, col + 8, c[4], c[5]);
+                      load_c2(row_lo + 8, col + 8, c[6], c[7]);
+#pragma unroll
+                      for (int e = 0; e < 8; ++e) v[e] += beta * c[e];
+                    }
+                    uint32_t r[4];
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                      __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
+                      r[e] = *reinterpret_cast<uint32_t*>(&h);
+                    }
+                    const int row = ((lane / 8) % 2) * 8 + lane % 8;
+                    const int unit = q * 2 + lane / 16;
+                    StMatrixX4(buf + row * 128 + ((unit ^ (row % 8)) * 16), r[0], r[1], r[2], r[3]);
+                  }
+                } else {
+#pragma unroll
+                  for (int q = 0; q < 4; ++q) {
+                    const int g = j * 4 + q;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                      const int row = lane / 4 + h * 8;  // within the warp's 16 rows
+                      const int col_in = q * 8 + (lane % 4) * 2;
+                      float v0 = acc[hh][g * 4 + h * 2], v1 = acc[hh][g * 4 + h * 2 + 1];
+                      if constexpr (!kPlain) {
+                        v0 *= alpha;
+                        v1 *= alpha;
+                      }
+                      if (!kPlain && use_c) {
+                        float c0, c1;
+                        load_c2(row_lo + h * 8, j * kCW + col_in, c0, c1);
+                        v0 += beta * c0;
+                        v1 += beta * c1;
+                      }
+                      const uint32_t addr =
+                          buf + row * 128 + (((col_in / 4) ^ (row % 8)) * 16) + (col_in % 4) * 4;
+                      asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(v0), "f"(v1)
+                                   : "memory");
+                    }
                   }
                 }
+                FenceProxyAsyncShared();
+                __syncwarp();
+                if (lane == 0) {
+                  TmaStore3d(&params.tma[3 * tc.problem + kTmaD], buf, n_base + j * kCW, m_warp,
+                             tc.batch);
+                  BulkCommitGroup();
+                }
+                ++epi_iter;
               }
-              FenceProxyAsyncShared();
-              __syncwarp();
-              if (lane == 0) {
-                TmaStore3d(&params.tma[3 * tc.problem + kTmaD], buf, n_base + j * kCW, m_warp,
-                           tc.batch);
-                BulkCommitGroup();
-              }
-              ++epi_iter;
             }
           }
         }
+      };
+      if (pp.alpha == 1.0f && pp.beta == 0.0f) {
+        epilogue(std::true_type{});
+      } else {
+        epilogue(std::false_type{});
       }
     }
     if (lane == 0) BulkWaitGroup<0>();
