@@ -7,14 +7,14 @@
 //        loads half of the B tile and multicasts it to both (B is shared along M).
 //        setmaxnreg lowers it to 40 registers.
 //   WG1,2 consumers: each owns BM/2 rows x BN columns of the BM x BN tile (128x256, 256x128 or
-//        128x128), or, in the 64x256 decode tile, all 64 rows x BN/2 columns (both warpgroups
-//        busy on M <= 64 instead of one computing zero rows), and issues wgmma.m64nWk16 (W =
-//        the warpgroup's columns; one per 64 rows) from shared-memory descriptors (B
-//        K-major, or N-major with the transpose bit), keeps one wgmma group in flight and frees a
-//        slot as soon as the wgmma that read it retired. setmaxnreg raises them to 232 registers
-//        (W/2 accumulators). Epilogue: alpha/beta(C) in registers -> STSM (BF16) / st.shared
-//        (FP32) into a per-warp double-buffered 128B-swizzled 16-row staging tile -> TMA store
-//        (hardware clips M/N edges).
+//        128x128), or, in the 64-row decode tiles (64x128, 64x256), all 64 rows x BN/2 columns
+//        (both warpgroups busy on M <= 64 instead of one computing zero rows), and issues
+//        wgmma.m64nWk16 (W = the warpgroup's columns; one per 64 rows) from shared-memory
+//        descriptors (B K-major, or N-major with the transpose bit), keeps one wgmma group in
+//        flight and frees a slot as soon as the wgmma that read it retired. setmaxnreg raises them
+//        to 232 registers (W/2 accumulators). Epilogue: alpha/beta(C) in registers -> STSM (BF16) /
+//        st.shared (FP32) into a per-warp double-buffered 128B-swizzled 16-row staging tile -> TMA
+//        store (hardware clips M/N edges).
 // Edges: TMA zero-fills out-of-bounds loads (M, N and K tails), so any M, N, K >= 1 works.
 // Tail split-K (sm90_split.h): units of the last wave may cover a K range of a tile; non-owner
 // units store FP32 partials to the workspace and publish a flag (release), the owner waits for
@@ -292,8 +292,8 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
         NamedBarrierSync(1, 256);  // all partials of this tile are visible
-        // NOTE: with 64 accumulators per thread (64x256 tile) two slots are loaded before
-        // adding, so twice the loads are in flight: the owner's reads are latency-bound.
+        // NOTE: with at most 64 accumulators per thread (64-row tiles) two slots are loaded
+        // before adding, so twice the loads are in flight: the owner's reads are latency-bound.
         constexpr int kVec = kWgCols / 8;  // float4s per m64 half and thread
         constexpr int kAtOnce = kHalves * kVec <= 16 ? 2 : 1;
         for (int32_t s = 0; s + 1 < plan.splits; s += kAtOnce) {
