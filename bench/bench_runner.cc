@@ -113,10 +113,11 @@ Bench::~Bench() {
 absl::StatusOr<std::vector<double>> Bench::TimeMedians(
     const std::vector<std::function<absl::Status(int)>>& launches, int nsets) {
   const int n = static_cast<int>(launches.size());
+  const int reps = static_cast<int>(start_.size()) / 2;  // events for two implementations
+  if (n < 1 || n > 2) return absl::InvalidArgumentError("TimeMedians times one or two launches");
   for (int i = 0; i < opts_.warmup; ++i) {
     for (const auto& launch : launches) BENCH_RETURN_IF_ERROR(launch(i % nsets));
   }
-  const int reps = static_cast<int>(start_.size()) / 2;
   // NOTE: the delay kernel holds the stream while the host queues every timed launch behind
   // it, so that back-to-back GPU execution is timed even for launches shorter than the host's
   // launch path. The implementations alternate launch by launch (ours, cuBLAS, ours, ...), so
@@ -126,7 +127,7 @@ absl::StatusOr<std::vector<double>> Bench::TimeMedians(
   BENCH_RETURN_IF_ERROR(Cuda(LaunchDelay(100.0 * n * reps + 1000.0, stream_), "delay"));
   for (int r = 0; r < reps; ++r) {
     for (int i = 0; i < n; ++i) {
-      const int e = (r * n + i) % static_cast<int>(start_.size());
+      const int e = r * n + i;
       BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(start_[e], stream_), "cudaEventRecord"));
       BENCH_RETURN_IF_ERROR(launches[i]((opts_.warmup + r) % nsets));
       BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(stop_[e], stream_), "cudaEventRecord"));
@@ -137,7 +138,7 @@ absl::StatusOr<std::vector<double>> Bench::TimeMedians(
   for (int i = 0; i < n; ++i) {
     std::vector<float> ms(reps);
     for (int r = 0; r < reps; ++r) {
-      const int e = (r * n + i) % static_cast<int>(start_.size());
+      const int e = r * n + i;
       BENCH_RETURN_IF_ERROR(Cuda(cudaEventElapsedTime(&ms[r], start_[e], stop_[e]), "elapsed"));
     }
     std::sort(ms.begin(), ms.end());

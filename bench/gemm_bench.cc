@@ -36,10 +36,11 @@ constexpr char kUsage[] =
     "  --direct  run the small-M kernel directly for M <= 128 (bypass the dispatch)\n"
     "  --sm90_main  time the SM90 WGMMA kernel directly (bypass the dispatch and small-M)\n"
     "  --no_split   never split the WGMMA kernel's last wave along K (A/B timing)\n"
-    "  --tile MxN   force the WGMMA kernel's tile (128x256, 256x128 or 128x128)\n"
+    "  --tile MxN   force the WGMMA kernel's tile (128x256, 256x128, 128x128, 64x256, 64x128)\n"
     "  --stages, --cluster, --group_m  force these WGMMA launch parameters\n"
-    "  --debug_flags N  sm90 kDebug* bits (1 skip epilogue, 2 no loads, 4 no multicast):\n"
-    "               timing experiments only, results are wrong\n"
+    "  --debug_flags N  sm90 kDebug* bits (1 skip epilogue, 2 no loads, 4 no multicast,\n"
+    "               8 no split-K, 128 exit after the prologue): timing experiments only,\n"
+    "               results are wrong except with 8\n"
     "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n";
 
 struct Flags {

@@ -229,11 +229,8 @@ void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, Kernel
 
 // Shared-memory sanity of an overridden configuration.
 bool ConfigFits(const TileConfig& cfg, bool f32, int smem_optin) {
-  const bool tile_ok = (cfg.block_m == 128 && (cfg.block_n == 128 || cfg.block_n == 256)) ||
-                       (cfg.block_m == 256 && cfg.block_n == 128) ||
-                       (cfg.block_m == 64 && (cfg.block_n == 256 || cfg.block_n == 128));
-  return tile_ok && (cfg.cluster_m == 1 || cfg.cluster_m == 2) && cfg.stages >= 2 &&
-         SharedMemoryBytes(cfg, f32) <= smem_optin;
+  return IsSm90Tile(cfg.block_m, cfg.block_n) && (cfg.cluster_m == 1 || cfg.cluster_m == 2) &&
+         cfg.stages >= 2 && SharedMemoryBytes(cfg, f32) <= smem_optin;
 }
 
 }  // namespace

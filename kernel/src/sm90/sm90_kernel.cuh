@@ -52,9 +52,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     Sm90GemmKernel(const __grid_constant__ KernelParams<P> params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace gemm::kernel::ptx;
-  static_assert((BM == 128 && (BN == 128 || BN == 256)) || (BM == 256 && BN == 128) ||
-                    (BM == 64 && (BN == 128 || BN == 256)),
-                "tiles: 128x128, 128x256, 256x128, 64x256, 64x128");
+  static_assert(IsSm90Tile(BM, BN), "not one of the kernel's tiles (sm90_params.h)");
   constexpr bool kSplitN = BM == 64;              // warpgroups split the columns, not rows
   constexpr int kWgRows = kSplitN ? 64 : BM / 2;  // rows per consumer warpgroup
   constexpr int kWgCols = kSplitN ? BN / 2 : BN;  // columns per consumer warpgroup
