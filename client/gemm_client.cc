@@ -94,6 +94,30 @@ absl::StatusOr<v1::ServerInfo> GemmClient::GetServerInfo() {
   return info;
 }
 
+absl::StatusOr<v1::SharedMemoryInfo> GemmClient::RegisterSharedMemory(const std::string& name,
+                                                                      const std::string& key,
+                                                                      int64_t offset,
+                                                                      int64_t byte_size) {
+  grpc::ClientContext context;
+  v1::RegisterSharedMemoryRequest request;
+  request.set_name(name);
+  request.set_key(key);
+  request.set_offset(offset);
+  request.set_byte_size(byte_size);
+  v1::SharedMemoryInfo info;
+  grpc::Status s = stub()->RegisterSharedMemory(&context, request, &info);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return info;
+}
+
+absl::Status GemmClient::UnregisterSharedMemory(const std::string& name) {
+  grpc::ClientContext context;
+  v1::UnregisterSharedMemoryRequest request;
+  request.set_name(name);
+  v1::UnregisterSharedMemoryResponse response;
+  return FromGrpcStatus(stub()->UnregisterSharedMemory(&context, request, &response));
+}
+
 bool GemmClient::WaitForConnected(absl::Duration timeout) {
   return channels_[0]->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout));
 }

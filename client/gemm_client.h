@@ -1,5 +1,6 @@
 // Client library for gemm.v1.GemmService: a channel with the right message limits plus
-// convenience calls (unary GEMM, chunked RegisterMatrix, release/list, server info) and helpers
+// convenience calls (unary GEMM, chunked RegisterMatrix, release/list, server info, shared-memory
+// regions) and helpers
 // to build requests from float matrices. Thread-safe (one instance can serve many threads).
 #pragma once
 
@@ -51,6 +52,15 @@ class GemmClient {
 
   // Server description.
   absl::StatusOr<v1::ServerInfo> GetServerInfo();
+
+  // Registers bytes [offset, offset + byte_size) of the POSIX shared-memory object `key` (see
+  // gemm::PosixShm::Create) as region `name`; the server must run on this host.
+  absl::StatusOr<v1::SharedMemoryInfo> RegisterSharedMemory(const std::string& name,
+                                                            const std::string& key, int64_t offset,
+                                                            int64_t byte_size);
+
+  // Unregisters region `name`.
+  absl::Status UnregisterSharedMemory(const std::string& name);
 
   // Blocks until the first channel is connected or `timeout` passes.
   bool WaitForConnected(absl::Duration timeout);

@@ -8,6 +8,8 @@
 # GPUs; resident matrices are replicated on every GPU (--replicate_resident). Writes loadgen JSON
 # reports, server logs and a summary (summary.txt) under $OUT (default /tmp/gemm-multi-gpu).
 set -uo pipefail
+# EXTRA: more loadgen flags for every load, e.g. EXTRA=--shm (operands and outputs through a
+# registered shared-memory region instead of the gRPC messages).
 OUT=${OUT:-/tmp/gemm-multi-gpu}
 mkdir -p "$OUT"
 WINDOW=${WINDOW:-2}
@@ -35,9 +37,9 @@ loadgen() {  # loadgen NAME FLAGS...
   local name=$1
   shift
   gemm_loadgen --target=127.0.0.1:$port --warmup_s=1 --window_s=$WINDOW --max_windows=4 \
-    --progress=off --json="$OUT/$name.json" "$@" >"$OUT/$name.txt" 2>&1
+    --progress=off --json="$OUT/$name.json" ${EXTRA:-} "$@" >"$OUT/$name.txt" 2>&1
   echo "== $name" >>"$OUT/summary.txt"
-  tail -n 12 "$OUT/$name.txt" >>"$OUT/summary.txt"
+  tail -n 16 "$OUT/$name.txt" >>"$OUT/summary.txt"
 }
 
 run_load() {  # run_load LOAD FLAGS... (loadgen flags), once per GPU count
@@ -52,17 +54,24 @@ run_load() {  # run_load LOAD FLAGS... (loadgen flags), once per GPU count
   done
 }
 
-# LOADS=resident runs only the first load (twice per GPU count would need the caller to repeat).
-LOADS=${LOADS:-all}
+# LOADS: which loads to run, space-separated (default "resident inline decode"); "compute" adds
+# the compute-bound load (needs EXTRA=--shm: over gRPC messages it is transport-bound).
+LOADS=${LOADS:-resident inline decode}
+has_load() { [[ " $LOADS " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=index,name,memory.total,clocks.sm --format=csv | tee "$OUT/gpu.txt"
 : >"$OUT/summary.txt"
-# Most GPU work per transported byte the API allows: resident B 8192x8192, M=2048 rows per
-# request (69 GFLOP, 32 MiB in + 32 MiB out).
-run_load resident-m2048 --shapes=2048x8192x8192 --b=resident --b_layout=nk --concurrency=32 \
-  --channels=4 --verify_fraction=0.01
-[ "$LOADS" = resident ] && { echo "gpu_multi_gpu_bench: done (resident only)"; exit 0; }
+# Resident B 8192x8192, M=2048 rows per request (275 GFLOP, 32 MiB in + 32 MiB out).
+has_load resident && run_load resident-m2048 --shapes=2048x8192x8192 --b=resident --b_layout=nk \
+  --concurrency=32 --channels=4 --verify_fraction=0.01
 # Large inline requests (A and B in the request).
-run_load inline-4096 --shapes=4096x4096x4096 --b=inline --concurrency=16 --channels=4
+has_load inline && run_load inline-4096 --shapes=4096x4096x4096 --b=inline --concurrency=16 \
+  --channels=4
 # Decode: resident B, M=16.
-run_load decode-m16 --shapes=16x8192x8192 --b=resident --b_layout=nk --concurrency=64 --channels=8
+has_load decode && run_load decode-m16 --shapes=16x8192x8192 --b=resident --b_layout=nk \
+  --concurrency=64 --channels=8
+# Compute-bound: resident B 28672x28672 (1.6 GB), M=2048: 3.4 TFLOP per request against 112 MiB
+# in and 112 MiB out, ~14k FLOP per transported byte (~4.8 ms of GPU time vs ~2.3 ms of PCIe
+# each way at 50 GB/s).
+has_load compute && run_load compute-m2048 --shapes=2048x28672x28672 --b=resident --b_layout=nk \
+  --concurrency=${COMPUTE_CONCURRENCY:-16,32} --channels=4 --verify_fraction=0.01
 echo "gpu_multi_gpu_bench: done"

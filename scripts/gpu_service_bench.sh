@@ -7,6 +7,8 @@
 #   1. decode: resident B 8192x8192 ([N,K] weight), M=16, 64 callers, batching on vs off
 #   2. large inline: 4096^3 with A and B in every request
 set -uo pipefail
+# EXTRA: more loadgen flags for every load, e.g. EXTRA=--shm (operands and outputs through a
+# registered shared-memory region instead of the gRPC messages).
 OUT=${OUT:-/tmp/gemm-svc-bench}
 mkdir -p "$OUT"
 WINDOW=${WINDOW:-2}
@@ -34,7 +36,7 @@ loadgen() {  # loadgen NAME FLAGS...
   local name=$1
   shift
   gemm_loadgen --target=127.0.0.1:$port --warmup_s=1 --window_s=$WINDOW --max_windows=4 \
-    --progress=off --json="$OUT/$name.json" "$@" 2>&1 | tee "$OUT/$name.txt"
+    --progress=off --json="$OUT/$name.json" ${EXTRA:-} "$@" 2>&1 | tee "$OUT/$name.txt"
 }
 
 nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv | tee "$OUT/gpu.txt"

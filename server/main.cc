@@ -41,6 +41,8 @@ ABSL_FLAG(int64_t, max_message_bytes, (int64_t{1} << 30) + (int64_t{16} << 20),
           "gRPC max send/receive message size (bytes).");
 ABSL_FLAG(int64_t, max_problems, 1024, "Largest batch count or group size.");
 ABSL_FLAG(int64_t, max_resident_bytes, int64_t{64} << 30, "Cap on resident matrix bytes.");
+ABSL_FLAG(int64_t, max_shared_memory_bytes, int64_t{64} << 30,
+          "Cap on bytes of registered client shared-memory regions; 0 turns them off.");
 ABSL_FLAG(int64_t, max_queue_delay_us, 200, "Longest a request waits to be coalesced (us).");
 ABSL_FLAG(int64_t, max_batch_rows, 4096, "Most rows (sum of M) in one coalesced GEMM.");
 ABSL_FLAG(int64_t, queue_capacity, 1024, "Most queued requests; beyond it UNAVAILABLE.");
@@ -96,6 +98,7 @@ Options OptionsFromFlags() {
   l.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
   l.max_problems = absl::GetFlag(FLAGS_max_problems);
   l.max_resident_bytes = absl::GetFlag(FLAGS_max_resident_bytes);
+  l.max_shared_memory_bytes = absl::GetFlag(FLAGS_max_shared_memory_bytes);
   auto& b = o.engine.batcher;
   b.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   b.max_batch_rows = absl::GetFlag(FLAGS_max_batch_rows);

@@ -54,6 +54,9 @@ ABSL_FLAG(std::string, rpc, "unary", "unary (Gemm) or stream (GemmStream)");
 ABSL_FLAG(int, channels, 1, "gRPC channels (connections) per target");
 ABSL_FLAG(int, streams_per_channel, 1, "GemmStream streams per channel (--rpc=stream)");
 ABSL_FLAG(std::string, kernel, "", "GemmRequest.kernel: '' (server's choice) or a kernel name");
+ABSL_FLAG(bool, shm, false,
+          "Pass A (and inline B) and receive D through a POSIX shared-memory region registered on "
+          "each target (servers on this host only)");
 ABSL_FLAG(std::string, concurrency, "",
           "Closed loop: requests in flight; a value, list (1,4,16) or sweep (1:64:x2, 4:32:+4). "
           "Default 1 when --rate is not given");
@@ -167,6 +170,7 @@ absl::StatusOr<gemm::loadgen::WorkloadSpec> WorkloadFromFlags() {
     return absl::InvalidArgumentError("--streams_per_channel: 1..1024");
   }
   w.kernel = absl::GetFlag(FLAGS_kernel);
+  w.shared_memory = absl::GetFlag(FLAGS_shm);
   return w;
 }
 

@@ -24,7 +24,9 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "common/bf16.h"
+#include "common/posix_shm.h"
 #include "common/reference_gemm.h"
 #include "gemm/v1/gemm_service.grpc.pb.h"
 #include "gemm/v1/gemm_service.pb.h"
@@ -52,6 +54,8 @@ struct ShapeData {
   std::string b;  // BF16 [K,N] or [N,K]
   int64_t request_bytes = 0;
   int64_t response_bytes = 0;
+  // --shm: offsets of A, B (inline only) and D in the shared-memory region.
+  int64_t a_off = 0, b_off = 0, d_off = 0;
   // Verification: output positions (row-major index), their float64 reference, and the sum of
   // |a_ik * b_kj| there (the scale of the accumulation's rounding error).
   std::vector<int64_t> positions;
@@ -59,7 +63,7 @@ struct ShapeData {
   std::vector<double> abs_dot;
 };
 
-float Bf16At(const std::string& bytes, int64_t index) {
+float Bf16At(absl::string_view bytes, int64_t index) {
   uint16_t h;
   std::memcpy(&h, bytes.data() + 2 * index, 2);
   return Bf16ToFloat(h);
@@ -100,6 +104,10 @@ class Runner::Impl {
     return options_.workload.b_source == BSource::kResident ? endpoints_[endpoint].target_index : 0;
   }
   absl::StatusOr<std::string> RegisterB(int target, const ShapeData& s);
+  // --shm: creates the region (A, inline B, a D slot per shape), registers it on every target.
+  absl::Status SetUpSharedMemory();
+  // The output bytes of a response for shape `s` (from the region with --shm).
+  absl::string_view OutputBytes(const ShapeData& s, const v1::GemmResponse& resp) const;
   void PrepareVerification(ShapeData& s);
   bool Verify(const ShapeData& s, const v1::GemmResponse& resp, std::string* why) const;
   void DispatchLoop(double level);
@@ -130,6 +138,10 @@ class Runner::Impl {
   std::vector<std::vector<v1::GemmRequest>> templates_;
   // Resident handles registered: (target index, handle).
   std::vector<std::pair<int, std::string>> handles_;
+  // --shm: the region and the targets it is registered on.
+  std::unique_ptr<PosixShm> shm_;
+  std::string shm_name_;
+  std::vector<int> shm_targets_;
 
   // Dispatcher-thread state.
   std::mt19937_64 rng_;
@@ -361,6 +373,9 @@ absl::Status Runner::Impl::Init() {
     weights.push_back(spec.weight);
   }
   shape_pick_ = std::discrete_distribution<int>(weights.begin(), weights.end());
+  if (w.shared_memory) {
+    if (absl::Status s = SetUpSharedMemory(); !s.ok()) return s;
+  }
 
   // Templates: one group for inline B, one per target for resident B (handles are per server).
   const int groups = w.b_source == BSource::kResident ? static_cast<int>(targets_.size()) : 1;
@@ -372,14 +387,28 @@ absl::Status Runner::Impl::Init() {
       p->set_m(s.spec.m);
       p->set_n(s.spec.n);
       p->set_k(s.spec.k);
-      p->set_a(s.a);
+      auto ref = [&](v1::SharedMemoryRef* r, int64_t off, int64_t bytes) {
+        r->set_region(shm_name_);
+        r->set_offset(off);
+        r->set_byte_size(bytes);
+      };
+      if (w.shared_memory) {
+        ref(p->mutable_a_shm(), s.a_off, s.a.size());
+        ref(p->mutable_d_shm(), s.d_off, s.response_bytes);
+      } else {
+        p->set_a(s.a);
+      }
       if (w.b_source == BSource::kResident) {
         absl::StatusOr<std::string> handle = RegisterB(g, s);
         if (!handle.ok()) return handle.status();
         handles_.emplace_back(g, *handle);
         p->set_b_handle(*handle);
       } else {
-        p->set_b(s.b);
+        if (w.shared_memory) {
+          ref(p->mutable_b_shm(), s.b_off, s.b.size());
+        } else {
+          p->set_b(s.b);
+        }
         p->set_b_layout(w.b_nk ? v1::B_LAYOUT_NK : v1::B_LAYOUT_KN);
       }
       p->set_output_dtype(w.output_fp32 ? v1::DTYPE_FP32 : v1::DTYPE_BF16);
@@ -420,6 +449,58 @@ absl::StatusOr<std::string> Runner::Impl::RegisterB(int target, const ShapeData&
   return info->handle();
 }
 
+absl::Status Runner::Impl::SetUpSharedMemory() {
+  const bool inline_b = options_.workload.b_source == BSource::kInline;
+  constexpr int64_t kAlign = 4096;
+  int64_t size = 0;
+  auto take = [&](int64_t bytes) {
+    const int64_t off = size;
+    size = (size + bytes + kAlign - 1) / kAlign * kAlign;
+    return off;
+  };
+  for (ShapeData& s : shapes_) {
+    s.a_off = take(s.a.size());
+    if (inline_b) s.b_off = take(s.b.size());
+    // NOTE: one D slot per shape, shared by every request of the shape: concurrent requests write
+    // the same values (up to summation order), so verification still holds.
+    s.d_off = take(s.response_bytes);
+  }
+  const std::string tag = absl::StrCat("gemm_loadgen_", getpid(), "_", options_.seed);
+  auto shm = PosixShm::Create(absl::StrCat("/", tag), size);
+  if (!shm.ok()) return shm.status();
+  shm_ = std::move(*shm);
+  for (const ShapeData& s : shapes_) {
+    std::memcpy(shm_->data() + s.a_off, s.a.data(), s.a.size());
+    if (inline_b) std::memcpy(shm_->data() + s.b_off, s.b.data(), s.b.size());
+  }
+  shm_name_ = tag;
+  for (int t = 0; t < static_cast<int>(targets_.size()); ++t) {
+    auto info = targets_[t].client->RegisterSharedMemory(shm_name_, shm_->key(), 0, size);
+    if (!info.ok()) {
+      return absl::Status(
+          info.status().code(),
+          absl::StrCat("registering shared memory on ", targets_[t].name,
+                       " failed (--shm needs the server on this host): ", info.status().message()));
+    }
+    shm_targets_.push_back(t);
+    if (!info->pinned()) {
+      std::fprintf(stderr, "gemm_loadgen: %s did not page-lock the region (copies are staged)\n",
+                   targets_[t].name.c_str());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::string_view Runner::Impl::OutputBytes(const ShapeData& s,
+                                            const v1::GemmResponse& resp) const {
+  if (shm_ != nullptr) {
+    if (resp.outputs_size() != 1 || !resp.outputs(0).data().empty()) return {};
+    return absl::string_view(shm_->data() + s.d_off, s.response_bytes);
+  }
+  if (resp.outputs_size() != 1) return {};
+  return resp.outputs(0).data();
+}
+
 void Runner::Impl::PrepareVerification(ShapeData& s) {
   const int64_t m = s.spec.m, n = s.spec.n, k = s.spec.k;
   const bool nk = options_.workload.b_nk;
@@ -453,7 +534,7 @@ bool Runner::Impl::Verify(const ShapeData& s, const v1::GemmResponse& resp,
     *why = absl::StrCat("expected 1 output, got ", resp.outputs_size());
     return false;
   }
-  const std::string& data = resp.outputs(0).data();
+  const absl::string_view data = OutputBytes(s, resp);
   if (static_cast<int64_t>(data.size()) != s.response_bytes) {
     *why = absl::StrCat("output has ", data.size(), " bytes, expected ", s.response_bytes);
     return false;
@@ -491,8 +572,7 @@ void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmR
   bool verified = false, mismatch = false;
   if (ok) {
     std::string why;
-    const bool size_ok = resp->outputs_size() == 1 &&
-                         static_cast<int64_t>(resp->outputs(0).data().size()) == s.response_bytes;
+    const bool size_ok = static_cast<int64_t>(OutputBytes(s, *resp).size()) == s.response_bytes;
     if (c->verify || !size_ok) {
       verified = true;
       mismatch = s.positions.empty() ? !size_ok : !Verify(s, *resp, &why);
@@ -769,6 +849,15 @@ void Runner::Impl::Finish(double timeout_s) {
     }
   }
   handles_.clear();
+  for (int target : shm_targets_) {
+    const absl::Status status = targets_[target].client->UnregisterSharedMemory(shm_name_);
+    if (!status.ok()) {
+      std::fprintf(stderr, "gemm_loadgen: unregistering shared memory on %s failed: %s\n",
+                   targets_[target].name.c_str(), status.ToString().c_str());
+    }
+  }
+  shm_targets_.clear();
+  shm_.reset();  // unlinks the object
 }
 
 Runner::Runner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -53,6 +53,7 @@ std::string WorkloadSpec::Describe() const {
   if (streaming) absl::StrAppend(&d, " streams/ch=", streams_per_channel);
   if (deadline_us > 0) absl::StrAppend(&d, " deadline=", deadline_us, "us");
   if (!kernel.empty()) absl::StrAppend(&d, " kernel=", kernel);
+  if (shared_memory) absl::StrAppend(&d, " shm");
   return d;
 }
 

@@ -1,6 +1,7 @@
 // Workload description of a load-generator run and its parsers: the shape mix (shapes and their
-// weights), how B travels (inline or resident), output dtype, priority, deadline, unary or
-// streaming RPCs, channels; and the sweep lists of --concurrency / --rate ("1:64:x2").
+// weights), how B travels (inline or resident, in the messages or shared memory), output dtype,
+// priority, deadline, unary or streaming RPCs, channels; and the sweep lists of --concurrency /
+// --rate ("1:64:x2").
 //
 // A workload file holds one `key = value` per line (`#` starts a comment); the keys are the
 // loadgen flag names without dashes (see docs/loadgen.md), e.g.
@@ -45,6 +46,9 @@ struct WorkloadSpec {
   int channels = 1;             // gRPC channels per target
   int streams_per_channel = 1;  // GemmStream streams per channel (streaming only)
   std::string kernel;           // GemmRequest.kernel ("" = server's choice)
+  // A (and inline B) read from, and D written into, a POSIX shared-memory region registered on
+  // every target (same host only): the gRPC messages carry references, not matrices.
+  bool shared_memory = false;
 
   // Bytes of one request's operands (A and inline B) for shape `s`.
   int64_t RequestBytes(const ShapeSpec& s) const;

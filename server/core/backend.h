@@ -83,6 +83,13 @@ class Backend {
   // Begins storing a matrix described by `desc` (rows*cols BF16 elements). RESOURCE_EXHAUSTED
   // when it does not fit. Thread-safe.
   virtual absl::StatusOr<std::unique_ptr<MatrixUpload>> BeginUpload(ResidentMatrix::Desc desc) = 0;
+  // Page-locks host memory [data, data + bytes) (a shared-memory region) so device copies can
+  // read and write it directly. An error only means copies go through staging. Thread-safe.
+  virtual absl::Status PinHostMemory(void* /*data*/, size_t /*bytes*/) {
+    return absl::UnimplementedError("this backend does not page-lock memory");
+  }
+  // Undoes a successful PinHostMemory(data, ...). Thread-safe.
+  virtual void UnpinHostMemory(void* /*data*/) {}
 };
 
 }  // namespace gemm::core

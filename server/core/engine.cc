@@ -31,7 +31,9 @@ GemmEngine::GemmEngine(const Options& options, std::unique_ptr<Backend> backend,
       backend_(std::move(backend)),
       batcher_(std::move(batcher)),
       registry_(
-          std::make_unique<MatrixRegistry>(backend_.get(), options.limits.max_resident_bytes)) {
+          std::make_unique<MatrixRegistry>(backend_.get(), options.limits.max_resident_bytes)),
+      shared_memory_(std::make_unique<SharedMemoryRegistry>(
+          backend_.get(), options.limits.max_shared_memory_bytes)) {
   for (const auto& k : backend_->Describe().kernels) {
     if (k.usable) kernels_.push_back(k.name);
   }

@@ -1,6 +1,6 @@
 // GemmEngine: the server core behind the RPC layer. Validates domain requests, queues them in the
-// batcher, owns the backend's lifecycle and the resident-matrix registry. Knows nothing of gRPC
-// or CUDA. Thread-safe.
+// batcher, owns the backend's lifecycle, the resident-matrix and shared-memory registries. Knows
+// nothing of gRPC or CUDA. Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -15,6 +15,7 @@
 #include "server/core/clock.h"
 #include "server/core/limits.h"
 #include "server/core/matrix_registry.h"
+#include "server/core/shared_memory_registry.h"
 #include "server/core/types.h"
 
 namespace gemm::core {
@@ -41,6 +42,8 @@ class GemmEngine {
   void Shutdown();
 
   MatrixRegistry& registry() { return *registry_; }
+  // Client shared-memory regions (requests resolve their references through it).
+  SharedMemoryRegistry& shared_memory() { return *shared_memory_; }
   const Limits& limits() const { return options_.limits; }
   Backend& backend() { return *backend_; }
   Batcher& batcher() { return *batcher_; }
@@ -54,6 +57,7 @@ class GemmEngine {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Batcher> batcher_;
   std::unique_ptr<MatrixRegistry> registry_;
+  std::unique_ptr<SharedMemoryRegistry> shared_memory_;
   std::vector<std::string> kernels_;  // usable kernel names a request may ask for
   std::atomic<bool> shut_down_{false};
 };

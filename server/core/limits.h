@@ -16,6 +16,8 @@ struct Limits {
   int64_t max_problems = 1024;
   // Cap on bytes of resident matrices (all of them). Default 64 GiB.
   int64_t max_resident_bytes = int64_t{64} << 30;
+  // Cap on bytes of registered shared-memory regions (all of them); 0 turns them off. 64 GiB.
+  int64_t max_shared_memory_bytes = int64_t{64} << 30;
 };
 
 }  // namespace gemm::core

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 
 namespace gemm::core {
 
@@ -65,6 +66,11 @@ struct Problem {
   float beta = 0.0f;
   absl::string_view c;  // out_dtype, count*M*N elements, or empty
   DType out_dtype = DType::kBF16;
+  // D goes here (a registered shared-memory range) instead of into Output.data; empty: into the
+  // response. Backends write exactly count*M*N elements of out_dtype.
+  absl::Span<char> d_dest;
+  // Which operands the client passed by shared-memory reference (for error messages).
+  bool a_shm = false, b_shm = false, c_shm = false;
 };
 
 // What a request asks for.
@@ -77,13 +83,16 @@ struct GemmRequest {
   Priority priority = Priority::kNormal;
   absl::Time deadline = absl::InfiniteFuture();
   std::string kernel;  // "" = server's choice
+  // Shared-memory regions the operands or `d_dest` point into: kept mapped while the request
+  // lives.
+  std::vector<std::shared_ptr<const void>> regions;
 };
 
 // One result matrix, [count,M,N] or [M,N].
 struct Output {
   std::vector<int64_t> shape;
   DType dtype = DType::kBF16;
-  std::string data;
+  std::string data;  // empty when the problem's D went to `d_dest`
 };
 
 // Where a request's time went.

@@ -39,9 +39,10 @@ absl::Status CheckProblem(const Limits& limits, const MatrixRegistry& registry,
   }
   c_bytes = d_bytes;
   if (static_cast<int64_t>(p->a.size()) != a_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ".a: has ", p->a.size(), " bytes, expected ", batch ? "count*" : "", "M*K*2 = ",
-        a_bytes, " (m=", p->m, ", k=", p->k, batch ? absl::StrCat(", count=", p->count) : "", ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, p->a_shm ? ".a_shm: names " : ".a: has ", p->a.size(),
+                     " bytes, expected ", batch ? "count*" : "", "M*K*2 = ", a_bytes, " (m=", p->m,
+                     ", k=", p->k, batch ? absl::StrCat(", count=", p->count) : "", ")"));
   }
   *bytes_in += a_bytes;
   if (!p->b_handle.empty()) {
@@ -73,27 +74,38 @@ absl::Status CheckProblem(const Limits& limits, const MatrixRegistry& registry,
       p->b_shared = true;
       *bytes_in += have;
     } else if (have == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": no B operand: set b or b_handle"));
-    } else {
       return absl::InvalidArgumentError(
-          absl::StrCat(field, ".b: has ", have, " bytes, expected K*N*2 = ", kn * 2,
-                       batch ? absl::StrCat(" (shared) or count*K*N*2 = ", b_bytes) : "",
-                       " (k=", p->k, ", n=", p->n, ")"));
+          absl::StrCat(field, ": no B operand: set b, b_shm or b_handle"));
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, p->b_shm ? ".b_shm: names " : ".b: has ", have, " bytes, expected K*N*2 = ",
+          kn * 2, batch ? absl::StrCat(" (shared) or count*K*N*2 = ", b_bytes) : "", " (k=", p->k,
+          ", n=", p->n, ")"));
     }
   }
   if (!p->c.empty()) {
     if (static_cast<int64_t>(p->c.size()) != c_bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".c: has ", p->c.size(), " bytes, expected ", batch ? "count*" : "",
-                       "M*N*", DTypeBytes(p->out_dtype), " = ", c_bytes, " (m=", p->m, ", n=", p->n,
-                       ", output_dtype=", DTypeName(p->out_dtype), ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, p->c_shm ? ".c_shm: names " : ".c: has ", p->c.size(), " bytes, expected ",
+          batch ? "count*" : "", "M*N*", DTypeBytes(p->out_dtype), " = ", c_bytes, " (m=", p->m,
+          ", n=", p->n, ", output_dtype=", DTypeName(p->out_dtype), ")"));
     }
     *bytes_in += c_bytes;
   } else if (p->beta != 0.0f) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".beta: is ", p->beta, " but no c was given"));
   }
-  *bytes_out += d_bytes;
+  if (!p->d_dest.empty()) {
+    // D goes to shared memory, not into the response message.
+    if (static_cast<int64_t>(p->d_dest.size()) != d_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".d_shm: names ", p->d_dest.size(), " bytes, the output needs ",
+          batch ? "count*" : "", "M*N*", DTypeBytes(p->out_dtype), " = ", d_bytes, " (m=", p->m,
+          ", n=", p->n, ", output_dtype=", DTypeName(p->out_dtype), ")"));
+    }
+  } else {
+    *bytes_out += d_bytes;
+  }
   return absl::OkStatus();
 }
 

@@ -112,7 +112,12 @@ class CpuBackend final : public core::Backend {
       out.shape.push_back(p.n);
       out.dtype = p.out_dtype;
       const int64_t d_bytes = p.m * p.n * core::DTypeBytes(p.out_dtype);
-      out.data.resize(d_bytes * p.count);
+      // D straight into the client's shared memory, or into the response.
+      char* d = p.d_dest.data();
+      if (p.d_dest.empty()) {
+        out.data.resize(d_bytes * p.count);
+        d = out.data.data();
+      }
       std::vector<float> b_tmp;
       const float* b_float = nullptr;
       if (p.b_resident) {
@@ -127,7 +132,7 @@ class CpuBackend final : public core::Backend {
           b_float = b_tmp.data();
           decode += absl::Now() - t0;
         }
-        CpuGemm(p, i, b_float, out.data.data() + i * d_bytes);
+        CpuGemm(p, i, b_float, d + i * d_bytes);
       }
       result.outputs.push_back(std::move(out));
     }

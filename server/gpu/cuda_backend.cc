@@ -125,6 +125,18 @@ class CudaBackend final : public core::Backend {
     return BeginCudaUpload(std::move(desc), std::move(targets), uploader_.get());
   }
 
+  absl::Status PinHostMemory(void* data, size_t bytes) override {
+    // Portable: every GPU's copies use it directly (executors check with IsPinnedHost).
+    if (devices_.empty()) return absl::FailedPreconditionError("no CUDA device");
+    GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(devices_[0]->ordinal()), "cudaSetDevice"));
+    return CudaStatus(cudaHostRegister(data, bytes, cudaHostRegisterPortable), "cudaHostRegister");
+  }
+
+  void UnpinHostMemory(void* data) override {
+    absl::Status st = CudaStatus(cudaHostUnregister(data), "cudaHostUnregister");
+    if (!st.ok()) GEMM_LOG(ERROR) << st;
+  }
+
  private:
   const CudaBackendOptions options_;
   std::unique_ptr<StagingPool> staging_;

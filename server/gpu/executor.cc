@@ -26,16 +26,21 @@ namespace {
 constexpr int64_t kAlign = 256;  // sub-allocation alignment (TMA needs 16)
 
 // One host->device 2D copy: `rows` rows of `row_bytes` contiguous host bytes into a device region
-// with row pitch `dpitch`, through staging bytes at `stage_off`.
+// with row pitch `dpitch`, through staging bytes at `stage_off`, or straight from `host` when it
+// is page-locked (a registered shared-memory region).
 struct InCopy {
   const char* host = nullptr;
   int64_t rows = 0, row_bytes = 0, dev_off = 0, dpitch = 0, stage_off = 0;
+  bool pinned = false;
 };
 
-// One device->host 2D copy of a whole output (item `item`, output `output`).
+// One device->host 2D copy of a whole output (item `item`, output `output`) into the response
+// bytes or into `dest` (the problem's shared-memory D; written directly when `pinned`).
 struct OutCopy {
   size_t item = 0, output = 0;
   int64_t dev_off = 0, dpitch = 0, rows = 0, row_bytes = 0, stage_off = 0;
+  char* dest = nullptr;
+  bool pinned = false;
 };
 
 // One kernel-library call.
@@ -57,6 +62,9 @@ kernel::BLayout ToKernel(core::BLayout l) {
 int64_t PitchElems(int64_t cols, int64_t elem_bytes) {
   return RoundUp(cols * elem_bytes, 16) / elem_bytes;
 }
+
+// Where `p`'s D goes on the host: its shared-memory destination, or null for the response.
+char* DestOf(const core::Problem& p) { return p.d_dest.empty() ? nullptr : p.d_dest.data(); }
 
 }  // namespace
 
@@ -116,12 +124,16 @@ class Planner {
   }
   void* Ptr(int64_t off) const { return reinterpret_cast<void*>(base_ + off); }
   void In(const char* host, int64_t rows, int64_t row_bytes, int64_t dev_off, int64_t dpitch) {
-    u_->ins.push_back({host, rows, row_bytes, dev_off, dpitch, TakeStage(rows * row_bytes)});
+    const bool pinned = IsPinnedHost(host);
+    u_->ins.push_back({host, rows, row_bytes, dev_off, dpitch,
+                       pinned ? -1 : TakeStage(rows * row_bytes), pinned});
   }
+  // `dest`: the problem's shared-memory D, or null (the response bytes).
   void Out(size_t item, size_t output, int64_t dev_off, int64_t dpitch, int64_t rows,
-           int64_t row_bytes) {
-    u_->outs.push_back(
-        {item, output, dev_off, dpitch, rows, row_bytes, TakeStage(rows * row_bytes)});
+           int64_t row_bytes, char* dest) {
+    const bool pinned = dest != nullptr && IsPinnedHost(dest);
+    u_->outs.push_back({item, output, dev_off, dpitch, rows, row_bytes,
+                        pinned ? -1 : TakeStage(rows * row_bytes), dest, pinned});
   }
   int64_t dev_bytes() const { return dev_; }
   int64_t stage_bytes() const { return stage_; }
@@ -200,7 +212,7 @@ class Planner {
     }
     const int64_t off_d = TakeDev(p.count * p.m * kp.ldd * es);
     kp.d = Ptr(off_d);
-    Out(item, output, off_d, kp.ldd * es, p.count * p.m, p.n * es);
+    Out(item, output, off_d, kp.ldd * es, p.count * p.m, p.n * es, DestOf(p));
     kp.d_dtype = ToKernel(p.out_dtype);
     kp.alpha = p.alpha;
     kp.beta = beta;
@@ -271,7 +283,7 @@ absl::Status PlanStacked(Unit& u, Planner& pl) {
     const float beta = p.c.empty() ? 0.0f : p.beta;
     pl.In(p.a.data(), p.m, K * 2, off_a + row * lda * 2, lda * 2);
     if (beta != 0.0f) pl.In(p.c.data(), p.m, N * es, off_c + row * ldd * es, ldd * es);
-    pl.Out(i, 0, off_d + row * ldd * es, ldd * es, p.m, N * es);
+    pl.Out(i, 0, off_d + row * ldd * es, ldd * es, p.m, N * es, DestOf(p));
     core::Output out;
     out.shape = {p.m, N};
     out.dtype = p.out_dtype;
@@ -602,7 +614,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   u->dev_accounted = u->device_bytes;
 
   u->direct = u->staging_bytes > staging_->max_block_bytes();
-  if (!u->direct) {
+  if (!u->direct && u->staging_bytes > 0) {
     absl::StatusOr<StagingBlock> block = staging_->Allocate(u->staging_bytes);
     if (!block.ok()) {
       (void)device_->pool().FreeAsync(u->dev, stream);
@@ -619,13 +631,14 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   }
   if (u->direct) {  // results land straight in the outputs
     for (const OutCopy& o : u->outs) {
-      u->outputs[o.item][o.output].data.resize(o.rows * o.row_bytes);
+      if (o.dest == nullptr) u->outputs[o.item][o.output].data.resize(o.rows * o.row_bytes);
     }
   } else {
     const absl::Time t0 = absl::Now();
     std::vector<CopyJob> jobs;
     jobs.reserve(u->ins.size());
     for (const InCopy& in : u->ins) {
+      if (in.pinned) continue;  // the device copy reads it in place
       jobs.push_back(
           {u->staging.ptr + in.stage_off, in.host, static_cast<size_t>(in.rows * in.row_bytes)});
     }
@@ -654,8 +667,9 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   record(0);
   for (const InCopy& in : u->ins) {
     if (!st.ok()) break;
-    const void* src = u->direct ? static_cast<const void*>(in.host)
-                                : static_cast<const void*>(u->staging.ptr + in.stage_off);
+    const void* src = u->direct || in.pinned
+                          ? static_cast<const void*>(in.host)
+                          : static_cast<const void*>(u->staging.ptr + in.stage_off);
     st = CudaStatus(cudaMemcpy2DAsync(u->dev + in.dev_off, in.dpitch, src, in.row_bytes,
                                       in.row_bytes, in.rows, cudaMemcpyHostToDevice, stream),
                     "cudaMemcpy2DAsync(H2D)");
@@ -692,8 +706,10 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   record(2);
   for (const OutCopy& o : u->outs) {
     if (!st.ok()) break;
-    void* dst = u->direct ? static_cast<void*>(u->outputs[o.item][o.output].data.data())
-                          : static_cast<void*>(u->staging.ptr + o.stage_off);
+    void* dst = o.pinned            ? static_cast<void*>(o.dest)
+                : !u->direct        ? static_cast<void*>(u->staging.ptr + o.stage_off)
+                : o.dest != nullptr ? static_cast<void*>(o.dest)
+                                    : static_cast<void*>(u->outputs[o.item][o.output].data.data());
     st = CudaStatus(cudaMemcpy2DAsync(dst, o.row_bytes, u->dev + o.dev_off, o.dpitch, o.row_bytes,
                                       o.rows, cudaMemcpyDeviceToHost, stream),
                     "cudaMemcpy2DAsync(D2H)");
@@ -774,9 +790,15 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
     std::vector<CopyJob> jobs;
     jobs.reserve(u->outs.size());
     for (const OutCopy& o : u->outs) {
-      std::string& data = u->outputs[o.item][o.output].data;
-      data.resize(o.rows * o.row_bytes);
-      jobs.push_back({data.data(), u->staging.ptr + o.stage_off, data.size()});
+      if (o.pinned) continue;  // the device copy wrote it in place
+      const size_t bytes = o.rows * o.row_bytes;
+      char* dst = o.dest;
+      if (dst == nullptr) {
+        std::string& data = u->outputs[o.item][o.output].data;
+        data.resize(bytes);
+        dst = data.data();
+      }
+      jobs.push_back({dst, u->staging.ptr + o.stage_off, bytes});
     }
     HostCopy(jobs);
     t.copy_out += absl::Now() - t0;  // staging -> response bytes

@@ -7,7 +7,8 @@
 // staging, staging -> response bytes) are split over the shared HostCopier's threads. The pulling
 // thread never waits on the GPU (except for a single item larger than a staging slab, copied
 // straight from pageable memory; a coalesced unit that large runs its items one by one instead),
-// so consecutive units overlap across streams.
+// so consecutive units overlap across streams. Operands and outputs in page-locked client shared
+// memory (registered regions) skip staging: the device copies read and write them in place.
 #pragma once
 
 #include <cstdint>

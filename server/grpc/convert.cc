@@ -41,16 +41,39 @@ v1::BLayout LayoutToProto(core::BLayout l) {
   return l == core::BLayout::kNK ? v1::B_LAYOUT_NK : v1::B_LAYOUT_KN;
 }
 
-absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field, core::Problem* out) {
+// Resolves the shared-memory reference `ref` (field `field`) into `*bytes`.
+template <typename Bytes>
+absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field,
+                        const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
+                        Bytes* bytes) {
+  auto span = shm.Resolve(field, {ref.region(), ref.offset(), ref.byte_size()}, &request->regions);
+  if (!span.ok()) return span.status();
+  *bytes = Bytes(span->data(), span->size());
+  return absl::OkStatus();
+}
+
+absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
+                              const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
+                              core::Problem* out) {
   out->m = p.m();
   out->n = p.n();
   out->k = p.k();
   out->a = p.a();
+  if (p.has_a_shm()) {
+    if (!p.a().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": set a or a_shm, not both"));
+    }
+    out->a_shm = true;
+    if (auto s = ResolveShm(p.a_shm(), field + ".a_shm", shm, request, &out->a); !s.ok()) return s;
+  }
   if (p.b_source_case() == v1::Problem::kBHandle) {
     out->b_handle = p.b_handle();
     if (out->b_handle.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".b_handle: is empty"));
     }
+  } else if (p.b_source_case() == v1::Problem::kBShm) {
+    out->b_shm = true;
+    if (auto s = ResolveShm(p.b_shm(), field + ".b_shm", shm, request, &out->b); !s.ok()) return s;
   } else {
     out->b = p.b();
   }
@@ -61,6 +84,18 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field, co
   out->alpha = p.has_alpha() ? p.alpha() : 1.0f;
   out->beta = p.has_beta() ? p.beta() : 0.0f;
   out->c = p.c();
+  if (p.has_c_shm()) {
+    if (!p.c().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": set c or c_shm, not both"));
+    }
+    out->c_shm = true;
+    if (auto s = ResolveShm(p.c_shm(), field + ".c_shm", shm, request, &out->c); !s.ok()) return s;
+  }
+  if (p.has_d_shm()) {
+    if (auto s = ResolveShm(p.d_shm(), field + ".d_shm", shm, request, &out->d_dest); !s.ok()) {
+      return s;
+    }
+  }
   auto dtype = DTypeFromProto(p.output_dtype(), field + ".output_dtype");
   if (!dtype.ok()) return dtype.status();
   out->out_dtype = *dtype;
@@ -81,7 +116,8 @@ void DurationsToProto(const core::Timing& t, v1::Timing* p) {
 }  // namespace
 
 absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::Time arrival,
-                                            absl::Time rpc_deadline) {
+                                            absl::Time rpc_deadline,
+                                            const core::SharedMemoryRegistry& shm) {
   core::GemmRequest r;
   r.request_id = proto.request_id();
   r.kernel = proto.kernel();
@@ -109,7 +145,8 @@ absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::
     case v1::GemmRequest::kProblem: {
       r.kind = core::WorkKind::kSingle;
       r.problems.emplace_back();
-      if (auto s = ProblemFromProto(proto.problem(), "problem", &r.problems[0]); !s.ok()) return s;
+      if (auto s = ProblemFromProto(proto.problem(), "problem", shm, &r, &r.problems[0]); !s.ok())
+        return s;
       break;
     }
     case v1::GemmRequest::kBatch: {
@@ -118,7 +155,8 @@ absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::
       if (!proto.batch().has_problem()) {
         return absl::InvalidArgumentError("batch.problem: is missing");
       }
-      if (auto s = ProblemFromProto(proto.batch().problem(), "batch.problem", &r.problems[0]);
+      if (auto s =
+              ProblemFromProto(proto.batch().problem(), "batch.problem", shm, &r, &r.problems[0]);
           !s.ok()) {
         return s;
       }
@@ -129,9 +167,9 @@ absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::
       r.kind = core::WorkKind::kGroup;
       r.problems.resize(proto.group().problems_size());
       for (int i = 0; i < proto.group().problems_size(); ++i) {
-        if (auto s =
-                ProblemFromProto(proto.group().problems(i),
-                                 core::ProblemField(core::WorkKind::kGroup, i), &r.problems[i]);
+        if (auto s = ProblemFromProto(proto.group().problems(i),
+                                      core::ProblemField(core::WorkKind::kGroup, i), shm, &r,
+                                      &r.problems[i]);
             !s.ok()) {
           return s;
         }
@@ -183,6 +221,21 @@ void ToProto(const core::ResidentMatrix& matrix, int64_t in_flight, v1::MatrixIn
   proto->set_bytes(matrix.bytes());
   for (int dev : d.devices) proto->add_devices(dev);
   proto->set_in_flight(in_flight);
+}
+
+void ToProto(const core::SharedMemoryRegion& region, int64_t in_flight,
+             v1::SharedMemoryInfo* proto) {
+  const auto& d = region.desc();
+  proto->set_name(d.name);
+  proto->set_key(d.key);
+  proto->set_offset(d.offset);
+  proto->set_byte_size(d.byte_size);
+  proto->set_pinned(region.pinned());
+  proto->set_in_flight(in_flight);
+}
+
+core::SharedMemoryRegion::Desc FromProto(const v1::RegisterSharedMemoryRequest& proto) {
+  return {proto.name(), proto.key(), proto.offset(), proto.byte_size()};
 }
 
 void ToProto(const core::BackendDescription& backend, const core::Limits& limits,

@@ -8,14 +8,18 @@
 #include "server/core/backend.h"
 #include "server/core/limits.h"
 #include "server/core/matrix_registry.h"
+#include "server/core/shared_memory_registry.h"
 #include "server/core/types.h"
 
 namespace gemm::service {
 
 // Maps the request's fields (INVALID_ARGUMENT for unknown enum values). `arrival` + timeout_us
-// and `rpc_deadline` (whichever is earlier) become the request deadline.
+// and `rpc_deadline` (whichever is earlier) become the request deadline. Shared-memory references
+// are resolved through `shm` (NOT_FOUND / INVALID_ARGUMENT naming the field); the request holds
+// the regions it points into.
 absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::Time arrival,
-                                            absl::Time rpc_deadline);
+                                            absl::Time rpc_deadline,
+                                            const core::SharedMemoryRegistry& shm);
 
 // Moves the result's outputs into `proto` (no copy of the data).
 void ToProto(core::GemmResult&& result, v1::GemmResponse* proto);
@@ -25,6 +29,13 @@ absl::StatusOr<core::ResidentMatrix::Desc> FromProto(const v1::MatrixHeader& hea
 
 // Resident matrix -> MatrixInfo.
 void ToProto(const core::ResidentMatrix& matrix, int64_t in_flight, v1::MatrixInfo* proto);
+
+// Shared-memory region -> SharedMemoryInfo.
+void ToProto(const core::SharedMemoryRegion& region, int64_t in_flight,
+             v1::SharedMemoryInfo* proto);
+
+// RegisterSharedMemoryRequest -> region description (no checks; the registry checks).
+core::SharedMemoryRegion::Desc FromProto(const v1::RegisterSharedMemoryRequest& proto);
 
 // Backend description + limits -> ServerInfo.
 void ToProto(const core::BackendDescription& backend, const core::Limits& limits,

@@ -34,7 +34,7 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
                                                 v1::GemmResponse* response) {
   auto* reactor = context->DefaultReactor();
   const absl::Time arrival = absl::Now();
-  auto domain = FromProto(*request, arrival, RpcDeadline(context));
+  auto domain = FromProto(*request, arrival, RpcDeadline(context), engine_->shared_memory());
   if (!domain.ok()) {
     Observe("Gemm", domain.status().code(), nullptr);
     reactor->Finish(ToGrpcStatus(domain.status()));
@@ -130,7 +130,8 @@ class GemmServiceImpl::StreamReactor final
   void Handle(std::shared_ptr<v1::GemmRequest> request) {
     const absl::Time arrival = absl::Now();
     const std::string id = request->request_id();
-    auto domain = FromProto(*request, arrival, RpcDeadline(context_));
+    auto domain =
+        FromProto(*request, arrival, RpcDeadline(context_), service_->engine_->shared_memory());
     if (!domain.ok()) {
       Complete(id, domain.status());
       return;
@@ -311,6 +312,42 @@ grpc::ServerUnaryReactor* GemmServiceImpl::GetServerInfo(
   ToProto(engine_->backend().Describe(), engine_->limits(), response);
   response->set_version(version_);
   Observe("GetServerInfo", absl::StatusCode::kOk, nullptr);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GemmServiceImpl::RegisterSharedMemory(
+    grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
+    v1::SharedMemoryInfo* response) {
+  auto* reactor = context->DefaultReactor();
+  // NOTE: maps and page-locks on this gRPC thread (pinning large ranges takes a while); a
+  // registration is rare next to the requests it serves.
+  auto region = engine_->shared_memory().Register(FromProto(*request));
+  if (region.ok()) ToProto(**region, 0, response);
+  Observe("RegisterSharedMemory", region.status().code(), nullptr);
+  reactor->Finish(ToGrpcStatus(region.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GemmServiceImpl::UnregisterSharedMemory(
+    grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
+    v1::UnregisterSharedMemoryResponse* /*response*/) {
+  auto* reactor = context->DefaultReactor();
+  absl::Status s = request->name().empty() ? absl::InvalidArgumentError("name: is empty")
+                                           : engine_->shared_memory().Unregister(request->name());
+  Observe("UnregisterSharedMemory", s.code(), nullptr);
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* GemmServiceImpl::ListSharedMemory(
+    grpc::CallbackServerContext* context, const v1::ListSharedMemoryRequest* /*request*/,
+    v1::ListSharedMemoryResponse* response) {
+  auto* reactor = context->DefaultReactor();
+  for (const auto& e : engine_->shared_memory().List()) {
+    ToProto(*e.region, e.in_flight, response->add_regions());
+  }
+  Observe("ListSharedMemory", absl::StatusCode::kOk, nullptr);
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -1,11 +1,15 @@
 // Service test of the CUDA backend: the real gemm_server (--backend=cuda) on loopback, 64
 // concurrent clients sending decode-style requests against a resident weight (coalesced by the
 // batcher) mixed with inline requests, checked against float64; GetServerInfo names the serving
-// kernel; releasing the weight returns the pool to its idle usage. Skipped without a GPU.
+// kernel; releasing the weight returns the pool to its idle usage. The same through a registered
+// shared-memory region (page-locked: copies read A and write D in place). Skipped without a GPU.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/bf16.h"
+#include "common/posix_shm.h"
 #include "common/reference_gemm.h"
 #include "gtest/gtest.h"
 #include "server/gpu/cuda_backend.h"
@@ -23,6 +28,18 @@
 
 namespace gemm::gpu {
 namespace {
+
+// Registers `w` as a resident [N,K] weight named "w".
+absl::StatusOr<v1::MatrixInfo> RegisterWeight(client::GemmClient& c, int64_t n, int64_t k,
+                                              const std::string& w) {
+  v1::MatrixHeader header;
+  header.set_name("w");
+  header.set_rows(n);
+  header.set_cols(k);
+  header.set_dtype(v1::DTYPE_BF16);
+  header.set_layout(v1::B_LAYOUT_NK);
+  return c.RegisterMatrix(header, w);
+}
 
 TEST(EngineServiceTest, SixtyFourClientsResidentAndInlineMatchFloat64) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
@@ -51,13 +68,7 @@ TEST(EngineServiceTest, SixtyFourClientsResidentAndInlineMatchFloat64) {
   const int64_t N = 4096, K = 4096;
   absl::BitGen gen;
   const std::string w = RandomBf16Bytes(N * K, gen);
-  v1::MatrixHeader header;
-  header.set_name("w");
-  header.set_rows(N);
-  header.set_cols(K);
-  header.set_dtype(v1::DTYPE_BF16);
-  header.set_layout(v1::B_LAYOUT_NK);
-  auto reg = c.RegisterMatrix(header, w);
+  auto reg = RegisterWeight(c, N, K, w);
   ASSERT_TRUE(reg.ok()) << reg.status();
   const std::string handle = reg->handle();
 
@@ -170,6 +181,148 @@ TEST(EngineServiceTest, SixtyFourClientsResidentAndInlineMatchFloat64) {
   EXPECT_GT(max_batch.load(), 1) << "no request was coalesced";
 
   ASSERT_TRUE(c.ReleaseMatrix(handle).ok());
+  info = c.GetServerInfo();
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->devices(0).pool_used_bytes(), idle_used);
+  EXPECT_EQ((*server)->Stop(SIGTERM), 0);
+}
+
+TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const char* binary = std::getenv("GEMM_SERVER_BINARY");
+  auto server = gemm::testing::ServerProcess::Start({"--backend=cuda"}, absl::Seconds(120),
+                                                    binary != nullptr ? binary : "");
+  ASSERT_TRUE(server.ok()) << server.status();
+  client::GemmClient& c = (*server)->client();
+  auto info = c.GetServerInfo();
+  ASSERT_TRUE(info.ok()) << info.status();
+  const int64_t idle_used = info->devices(0).pool_used_bytes();
+
+  const int64_t N = 4096, K = 4096, M = 16;
+  absl::BitGen gen;
+  const std::string w = RandomBf16Bytes(N * K, gen);
+  auto reg = RegisterWeight(c, N, K, w);
+  ASSERT_TRUE(reg.ok()) << reg.status();
+
+  // One region: per client an A slot and a D slot, plus room for a batched problem.
+  constexpr int kClients = 32, kPerClient = 8;
+  const int64_t a_bytes = M * K * 2, d_bytes = M * N * 2;
+  const int64_t slot = a_bytes + d_bytes;
+  const int64_t extra = 64 << 20;
+  auto shm =
+      PosixShm::Create(absl::StrCat("/gemm_gpu_shm_test_", getpid()), kClients * slot + extra);
+  ASSERT_TRUE(shm.ok()) << shm.status();
+  char* base = (*shm)->data();
+  std::memset(base, 0xff, (*shm)->size());  // poison: unwritten outputs read as NaN
+  auto region = c.RegisterSharedMemory("r", (*shm)->key(), 0, (*shm)->size());
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_TRUE(region->pinned()) << "the CUDA backend should page-lock registered regions";
+  auto ref = [](v1::SharedMemoryRef* r, int64_t off, int64_t bytes) {
+    r->set_region("r");
+    r->set_offset(off);
+    r->set_byte_size(bytes);
+  };
+
+  std::atomic<int> bad{0}, max_batch{1};
+  absl::Mutex mu;
+  std::vector<std::string> failures;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kClients; ++t) {
+    threads.emplace_back([&, t] {
+      absl::BitGen g;
+      char* a_slot = base + t * slot;
+      char* d_slot = a_slot + a_bytes;
+      for (int i = 0; i < kPerClient; ++i) {
+        gemm::testing::HostProblem hp;
+        hp.m = M;
+        hp.n = N;
+        hp.k = K;
+        hp.b_nk = true;
+        hp.a = RandomBf16Bytes(M * K, g);
+        std::memcpy(a_slot, hp.a.data(), a_bytes);
+        std::memset(d_slot, 0xff, d_bytes);
+        v1::GemmRequest req;
+        v1::Problem* p = req.mutable_problem();
+        p->set_m(M);
+        p->set_n(N);
+        p->set_k(K);
+        ref(p->mutable_a_shm(), t * slot, a_bytes);
+        ref(p->mutable_d_shm(), t * slot + a_bytes, d_bytes);
+        p->set_b_handle(reg->handle());
+        auto resp = c.Gemm(req, absl::Seconds(60));
+        std::string why;
+        if (!resp.ok()) {
+          why = resp.status().ToString();
+        } else if (resp->outputs_size() != 1 || !resp->outputs(0).data().empty()) {
+          why = "the response must carry one output without data";
+        } else if (i < 2) {
+          v1::Output out = resp->outputs(0);
+          out.set_data(std::string(d_slot, d_bytes));
+          hp.b = w;
+          const double err = gemm::testing::OutputError(hp, out);
+          if (!(err <= gemm::testing::Tolerance(hp))) why = absl::StrCat("error ", err);
+        }
+        if (resp.ok()) {
+          int prev = max_batch.load();
+          while (resp->timing().batch_requests() > prev &&
+                 !max_batch.compare_exchange_weak(prev, resp->timing().batch_requests())) {
+          }
+        }
+        if (!why.empty()) {
+          ++bad;
+          absl::MutexLock lock(&mu);
+          failures.push_back(absl::StrCat("client ", t, " request ", i, ": ", why));
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (size_t i = 0; i < failures.size() && i < 5; ++i) ADD_FAILURE() << failures[i];
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(max_batch.load(), 1) << "no shared-memory request was coalesced";
+
+  // A batched problem with A, B (shared), C from the region and FP32 D into it.
+  const int64_t count = 4, bm = 100, bn = 300, bk = 500;
+  std::vector<gemm::testing::HostProblem> ps;
+  for (int i = 0; i < count; ++i) {
+    ps.push_back(gemm::testing::RandomProblem(bm, bn, bk, false, true, 0.5f, 2.0f, gen));
+    if (i > 0) ps[i].b = ps[0].b;
+  }
+  int64_t off = kClients * slot;
+  auto put = [&](const std::string& bytes) {
+    std::memcpy(base + off, bytes.data(), bytes.size());
+    const int64_t at = off;
+    off += (bytes.size() + 4095) / 4096 * 4096;
+    return at;
+  };
+  std::string a_all, c_all;
+  for (const auto& hp : ps) {
+    a_all += hp.a;
+    c_all += hp.c;
+  }
+  v1::GemmRequest breq;
+  breq.mutable_batch()->set_count(count);
+  v1::Problem* bp = breq.mutable_batch()->mutable_problem();
+  gemm::testing::FillProto(ps[0], bp);
+  bp->clear_a();
+  bp->clear_c();
+  ref(bp->mutable_a_shm(), put(a_all), a_all.size());
+  ref(bp->mutable_b_shm(), put(ps[0].b), ps[0].b.size());
+  ref(bp->mutable_c_shm(), put(c_all), c_all.size());
+  const int64_t d_off = off, d_all = count * bm * bn * 4;
+  ref(bp->mutable_d_shm(), d_off, d_all);
+  ASSERT_LE(d_off + d_all, (*shm)->size());
+  auto bresp = c.Gemm(breq, absl::Seconds(60));
+  ASSERT_TRUE(bresp.ok()) << bresp.status();
+  v1::Output out = bresp->outputs(0);
+  EXPECT_TRUE(out.data().empty());
+  out.set_data(std::string(base + d_off, d_all));
+  for (int i = 0; i < count; ++i) {
+    EXPECT_LE(gemm::testing::OutputError(ps[i], out, i), gemm::testing::Tolerance(ps[i])) << i;
+  }
+
+  ASSERT_TRUE(c.UnregisterSharedMemory("r").ok());
+  ASSERT_TRUE(c.ReleaseMatrix(reg->handle()).ok());
   info = c.GetServerInfo();
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->devices(0).pool_used_bytes(), idle_used);

@@ -11,6 +11,7 @@ add_executable(integration_test
   ${CMAKE_CURRENT_LIST_DIR}/bad_input_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/lifecycle_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/metrics_endpoint_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/shared_memory_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_util.cc)
 target_link_libraries(integration_test PRIVATE gemm_test_server_process gemm_test_loopback_http
                                                gemm_common GTest::gtest_main absl::random_random)

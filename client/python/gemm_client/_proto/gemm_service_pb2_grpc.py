@@ -44,6 +44,21 @@ class GemmServiceStub(object):
                 request_serializer=gemm_dot_v1_dot_gemm__service__pb2.GetServerInfoRequest.SerializeToString,
                 response_deserializer=gemm_dot_v1_dot_gemm__service__pb2.ServerInfo.FromString,
                 )
+        self.RegisterSharedMemory = channel.unary_unary(
+                '/gemm.v1.GemmService/RegisterSharedMemory',
+                request_serializer=gemm_dot_v1_dot_gemm__service__pb2.RegisterSharedMemoryRequest.SerializeToString,
+                response_deserializer=gemm_dot_v1_dot_gemm__service__pb2.SharedMemoryInfo.FromString,
+                )
+        self.UnregisterSharedMemory = channel.unary_unary(
+                '/gemm.v1.GemmService/UnregisterSharedMemory',
+                request_serializer=gemm_dot_v1_dot_gemm__service__pb2.UnregisterSharedMemoryRequest.SerializeToString,
+                response_deserializer=gemm_dot_v1_dot_gemm__service__pb2.UnregisterSharedMemoryResponse.FromString,
+                )
+        self.ListSharedMemory = channel.unary_unary(
+                '/gemm.v1.GemmService/ListSharedMemory',
+                request_serializer=gemm_dot_v1_dot_gemm__service__pb2.ListSharedMemoryRequest.SerializeToString,
+                response_deserializer=gemm_dot_v1_dot_gemm__service__pb2.ListSharedMemoryResponse.FromString,
+                )
 
 
 class GemmServiceServicer(object):
@@ -95,6 +110,30 @@ class GemmServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterSharedMemory(self, request, context):
+        """Maps a POSIX shared-memory object of a client on the same host (shm_open name) into the
+        server, page-locked for DMA where the backend can, so requests can pass operands and receive
+        outputs by reference (SharedMemoryRef) instead of inside the gRPC messages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnregisterSharedMemory(self, request, context):
+        """Forgets a region. Requests already using it finish first; the mapping goes when the last of
+        them completes. Later references get NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSharedMemory(self, request, context):
+        """Lists the registered shared-memory regions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GemmServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -127,6 +166,21 @@ def add_GemmServiceServicer_to_server(servicer, server):
                     servicer.GetServerInfo,
                     request_deserializer=gemm_dot_v1_dot_gemm__service__pb2.GetServerInfoRequest.FromString,
                     response_serializer=gemm_dot_v1_dot_gemm__service__pb2.ServerInfo.SerializeToString,
+            ),
+            'RegisterSharedMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterSharedMemory,
+                    request_deserializer=gemm_dot_v1_dot_gemm__service__pb2.RegisterSharedMemoryRequest.FromString,
+                    response_serializer=gemm_dot_v1_dot_gemm__service__pb2.SharedMemoryInfo.SerializeToString,
+            ),
+            'UnregisterSharedMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterSharedMemory,
+                    request_deserializer=gemm_dot_v1_dot_gemm__service__pb2.UnregisterSharedMemoryRequest.FromString,
+                    response_serializer=gemm_dot_v1_dot_gemm__service__pb2.UnregisterSharedMemoryResponse.SerializeToString,
+            ),
+            'ListSharedMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSharedMemory,
+                    request_deserializer=gemm_dot_v1_dot_gemm__service__pb2.ListSharedMemoryRequest.FromString,
+                    response_serializer=gemm_dot_v1_dot_gemm__service__pb2.ListSharedMemoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -237,5 +291,56 @@ class GemmService(object):
         return grpc.experimental.unary_unary(request, target, '/gemm.v1.GemmService/GetServerInfo',
             gemm_dot_v1_dot_gemm__service__pb2.GetServerInfoRequest.SerializeToString,
             gemm_dot_v1_dot_gemm__service__pb2.ServerInfo.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RegisterSharedMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/gemm.v1.GemmService/RegisterSharedMemory',
+            gemm_dot_v1_dot_gemm__service__pb2.RegisterSharedMemoryRequest.SerializeToString,
+            gemm_dot_v1_dot_gemm__service__pb2.SharedMemoryInfo.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UnregisterSharedMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/gemm.v1.GemmService/UnregisterSharedMemory',
+            gemm_dot_v1_dot_gemm__service__pb2.UnregisterSharedMemoryRequest.SerializeToString,
+            gemm_dot_v1_dot_gemm__service__pb2.UnregisterSharedMemoryResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListSharedMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/gemm.v1.GemmService/ListSharedMemory',
+            gemm_dot_v1_dot_gemm__service__pb2.ListSharedMemoryRequest.SerializeToString,
+            gemm_dot_v1_dot_gemm__service__pb2.ListSharedMemoryResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

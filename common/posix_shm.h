@@ -1,0 +1,55 @@
+// A mapped byte range of a POSIX shared-memory object (shm_open + mmap), unmapped when destroyed.
+// Clients create objects to pass operands by reference; the server maps the ranges they register.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace gemm {
+
+class PosixShm {
+ public:
+  // Creates a new object `key` of `bytes` bytes (fails if it exists) and maps all of it read-write.
+  // The object is unlinked when this mapping is destroyed.
+  static absl::StatusOr<std::unique_ptr<PosixShm>> Create(const std::string& key, int64_t bytes);
+
+  // Maps [offset, offset + bytes) of the existing object `key` read-write. NOT_FOUND when there is
+  // no such object, INVALID_ARGUMENT when the range is not inside it.
+  static absl::StatusOr<std::unique_ptr<PosixShm>> Open(const std::string& key, int64_t offset,
+                                                        int64_t bytes);
+
+  // OK when `key` is a valid object name: "/" followed by 1-200 characters, none of them "/".
+  static absl::Status CheckKey(const std::string& key);
+
+  ~PosixShm();
+  PosixShm(const PosixShm&) = delete;
+  PosixShm& operator=(const PosixShm&) = delete;
+
+  // First byte of the range.
+  char* data() const { return data_; }
+  // Bytes in the range.
+  int64_t size() const { return size_; }
+  const std::string& key() const { return key_; }
+
+ private:
+  PosixShm(std::string key, void* map, size_t map_bytes, char* data, int64_t size, bool owner)
+      : key_(std::move(key)),
+        map_(map),
+        map_bytes_(map_bytes),
+        data_(data),
+        size_(size),
+        owner_(owner) {}
+
+  std::string key_;
+  void* map_;
+  size_t map_bytes_;
+  char* data_;
+  int64_t size_;
+  bool owner_;  // created it: unlink on destruction
+};
+
+}  // namespace gemm

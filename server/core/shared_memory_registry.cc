@@ -1,0 +1,135 @@
+// Shared-memory region registry.
+#include "server/core/shared_memory_registry.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+
+namespace gemm::core {
+
+SharedMemoryRegion::SharedMemoryRegion(Desc desc, std::unique_ptr<PosixShm> map, Backend* backend,
+                                       bool pinned)
+    : desc_(std::move(desc)), map_(std::move(map)), backend_(backend), pinned_(pinned) {}
+
+SharedMemoryRegion::~SharedMemoryRegion() {
+  if (pinned_) backend_->UnpinHostMemory(map_->data());
+}
+
+SharedMemoryRegistry::SharedMemoryRegistry(Backend* backend, int64_t max_bytes)
+    : backend_(backend), max_bytes_(max_bytes) {}
+
+absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::Register(
+    SharedMemoryRegion::Desc desc) {
+  if (max_bytes_ <= 0) {
+    return absl::FailedPreconditionError(
+        "shared-memory registration is turned off on this server (--max_shared_memory_bytes=0)");
+  }
+  if (desc.name.empty() || desc.name.size() > 256) {
+    return absl::InvalidArgumentError("name: must be 1-256 characters");
+  }
+  if (auto s = PosixShm::CheckKey(desc.key); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("key: ", s.message()));
+  }
+  if (desc.offset < 0 || desc.byte_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("offset must be >= 0 and byte_size >= 1, got offset=", desc.offset,
+                     " byte_size=", desc.byte_size));
+  }
+  {
+    // Reserve the name and the bytes first; mapping and pinning run outside the lock.
+    absl::MutexLock lock(&mu_);
+    if (regions_.contains(desc.name)) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("name: a shared-memory region '", desc.name, "' is already registered"));
+    }
+    if (desc.byte_size > max_bytes_ - bytes_) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("region of ", desc.byte_size, " bytes does not fit: ", bytes_, " of ",
+                       max_bytes_, " shared-memory bytes registered (--max_shared_memory_bytes)"));
+    }
+    bytes_ += desc.byte_size;
+    regions_[desc.name] = nullptr;  // placeholder: the name is taken while we map
+  }
+  auto unreserve = [&] {
+    absl::MutexLock lock(&mu_);
+    bytes_ -= desc.byte_size;
+    regions_.erase(desc.name);
+  };
+  auto map = PosixShm::Open(desc.key, desc.offset, desc.byte_size);
+  if (!map.ok()) {
+    unreserve();
+    return absl::Status(map.status().code(), absl::StrCat("key: ", map.status().message()));
+  }
+  absl::Status pin = backend_->PinHostMemory((*map)->data(), (*map)->size());
+  if (!pin.ok() && !absl::IsUnimplemented(pin)) {
+    GEMM_LOG(WARNING) << "shared-memory region '" << desc.name
+                      << "' is not page-locked, its copies go through staging: " << pin;
+  }
+  auto region =
+      std::make_shared<const SharedMemoryRegion>(desc, std::move(*map), backend_, pin.ok());
+  absl::MutexLock lock(&mu_);
+  regions_[desc.name] = region;
+  return region;
+}
+
+absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
+  std::shared_ptr<const SharedMemoryRegion> r;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = regions_.find(name);
+    if (it == regions_.end() || it->second == nullptr) {
+      return absl::NotFoundError(absl::StrCat("name: no shared-memory region '", name, "'"));
+    }
+    r = std::move(it->second);
+    regions_.erase(it);
+    bytes_ -= r->desc().byte_size;
+  }
+  return absl::OkStatus();  // `r` drops here; requests keep their own references
+}
+
+absl::StatusOr<absl::Span<char>> SharedMemoryRegistry::Resolve(
+    const std::string& field, const SharedMemoryRef& ref,
+    std::vector<std::shared_ptr<const void>>* keep) const {
+  std::shared_ptr<const SharedMemoryRegion> r;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = regions_.find(ref.region);
+    if (it != regions_.end()) r = it->second;
+  }
+  if (r == nullptr) {
+    return absl::NotFoundError(absl::StrCat(field, ".region: no shared-memory region '", ref.region,
+                                            "' (RegisterSharedMemory)"));
+  }
+  const int64_t size = r->desc().byte_size;
+  if (ref.offset < 0 || ref.byte_size < 1 || ref.offset > size ||
+      ref.byte_size > size - ref.offset) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": offset ", ref.offset, " + byte_size ", ref.byte_size,
+        " is not a non-empty range inside region '", ref.region, "' (", size, " bytes)"));
+  }
+  absl::Span<char> bytes(r->data() + ref.offset, static_cast<size_t>(ref.byte_size));
+  keep->push_back(std::move(r));
+  return bytes;
+}
+
+std::vector<SharedMemoryRegistry::Entry> SharedMemoryRegistry::List() const {
+  std::vector<Entry> out;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, r] : regions_) {
+      if (r != nullptr) out.push_back({r, r.use_count() - 2});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
+    return a.region->desc().name < b.region->desc().name;
+  });
+  return out;
+}
+
+int64_t SharedMemoryRegistry::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+}  // namespace gemm::core
