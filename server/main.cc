@@ -58,6 +58,10 @@ ABSL_FLAG(int32_t, host_copy_threads, 8,
           "CUDA: threads that copy request bytes into staging and results out of it, shared by "
           "the GPUs; 0 copies on each GPU's own executor threads.");
 ABSL_FLAG(int32_t, streams_per_device, 4, "CUDA: streams per GPU.");
+ABSL_FLAG(int32_t, launch_threads_per_device, 4,
+          "CUDA: threads per GPU that pull batches and enqueue their GPU work.");
+ABSL_FLAG(int32_t, completion_threads_per_device, 8,
+          "CUDA: threads per GPU that complete finished work and answer the requests.");
 ABSL_FLAG(bool, replicate_resident, false, "CUDA: place resident matrices on every GPU.");
 ABSL_FLAG(bool, self_test, true, "CUDA: self-test the kernel against cuBLASLt at start-up.");
 ABSL_FLAG(
@@ -111,6 +115,8 @@ Options OptionsFromFlags() {
   o.cuda.staging_slab_bytes = absl::GetFlag(FLAGS_staging_slab_bytes);
   o.cuda.host_copy_threads = absl::GetFlag(FLAGS_host_copy_threads);
   o.cuda.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);
+  o.cuda.launch_threads_per_device = absl::GetFlag(FLAGS_launch_threads_per_device);
+  o.cuda.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
   o.cuda.self_test = absl::GetFlag(FLAGS_self_test);
 #endif

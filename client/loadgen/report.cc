@@ -387,6 +387,8 @@ PointSummary Summarize(const PointResult& p) {
     s.server_compute_us = m.server.compute_us / n;
     s.server_copy_out_us = m.server.copy_out_us / n;
     s.server_total_us = m.server.total_us / n;
+    s.server_launch_us = m.server.launch_us / n;
+    s.server_completion_us = m.server.completion_us / n;
     s.server_batch_requests = m.server.batch_requests / n;
   }
   if (h.count() > 0) {
@@ -419,13 +421,14 @@ std::string FormatTable(const Report& report) {
                           s.lat_p90_ms, s.lat_p99_ms, s.lat_p999_ms, s.lat_max_ms, s.errors);
   }
   out += "server time per request (mean us):\n";
-  absl::StrAppendFormat(&out, "%-18s %9s %9s %9s %9s %9s %9s\n", "point", "queue", "copy_in",
-                        "compute", "copy_out", "total", "batch");
+  absl::StrAppendFormat(&out, "%-18s %9s %9s %9s %9s %9s %9s %9s %10s\n", "point", "queue",
+                        "copy_in", "compute", "copy_out", "total", "batch", "launch", "completion");
   for (const PointResult& p : report.points) {
     const PointSummary s = Summarize(p);
-    absl::StrAppendFormat(&out, "%-18s %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f\n", p.Label(),
-                          s.server_queue_us, s.server_copy_in_us, s.server_compute_us,
-                          s.server_copy_out_us, s.server_total_us, s.server_batch_requests);
+    absl::StrAppendFormat(&out, "%-18s %9.1f %9.1f %9.1f %9.1f %9.1f %9.2f %9.1f %10.1f\n",
+                          p.Label(), s.server_queue_us, s.server_copy_in_us, s.server_compute_us,
+                          s.server_copy_out_us, s.server_total_us, s.server_batch_requests,
+                          s.server_launch_us, s.server_completion_us);
   }
   for (const PointResult& p : report.points) {
     const WindowStats& m = p.measured;
@@ -523,7 +526,9 @@ std::string FormatJson(const Report& report) {
                     ", \"compute\": ", JsonNumber(s.server_compute_us),
                     ", \"copy_out\": ", JsonNumber(s.server_copy_out_us),
                     ", \"total\": ", JsonNumber(s.server_total_us),
-                    ", \"batch_requests\": ", JsonNumber(s.server_batch_requests), "}");
+                    ", \"batch_requests\": ", JsonNumber(s.server_batch_requests),
+                    ", \"launch\": ", JsonNumber(s.server_launch_us),
+                    ", \"completion\": ", JsonNumber(s.server_completion_us), "}");
     std::vector<std::string> kernels;
     for (const auto& [name, n] : m.kernels)
       kernels.push_back(absl::StrCat(JsonString(name), ": ", n));

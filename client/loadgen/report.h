@@ -47,7 +47,8 @@ struct PointSummary {
          lat_p999_ms = 0, lat_max_ms = 0;
   int64_t errors = 0;
   double server_queue_us = 0, server_copy_in_us = 0, server_compute_us = 0, server_copy_out_us = 0,
-         server_total_us = 0, server_batch_requests = 0;
+         server_total_us = 0, server_batch_requests = 0, server_launch_us = 0,
+         server_completion_us = 0;
   // (percentile, latency ms) from 0 to 100, for the percentile chart.
   std::vector<std::pair<double, double>> percentile_curve;
 };

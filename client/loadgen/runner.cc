@@ -599,6 +599,8 @@ void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmR
         st.compute_us += t.compute_us();
         st.copy_out_us += t.copy_out_us();
         st.total_us += t.total_us();
+        st.launch_us += t.launch_us();
+        st.completion_us += t.completion_us();
         st.batch_requests += t.batch_requests();
         st.batch_rows += t.batch_rows();
       }

@@ -12,6 +12,8 @@ void ServerTimingSums::Merge(const ServerTimingSums& o) {
   compute_us += o.compute_us;
   copy_out_us += o.copy_out_us;
   total_us += o.total_us;
+  launch_us += o.launch_us;
+  completion_us += o.completion_us;
   batch_requests += o.batch_requests;
   batch_rows += o.batch_rows;
 }

@@ -16,6 +16,7 @@ namespace gemm::loadgen {
 struct ServerTimingSums {
   int64_t responses = 0;
   double queue_us = 0, copy_in_us = 0, compute_us = 0, copy_out_us = 0, total_us = 0;
+  double launch_us = 0, completion_us = 0;
   double batch_requests = 0, batch_rows = 0;
   void Merge(const ServerTimingSums& o);
 };

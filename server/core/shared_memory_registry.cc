@@ -88,7 +88,7 @@ absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
   return absl::OkStatus();  // `r` drops here; requests keep their own references
 }
 
-absl::StatusOr<absl::Span<char>> SharedMemoryRegistry::Resolve(
+absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
     const std::string& field, const SharedMemoryRef& ref,
     std::vector<std::shared_ptr<const void>>* keep) const {
   std::shared_ptr<const SharedMemoryRegion> r;
@@ -108,9 +108,10 @@ absl::StatusOr<absl::Span<char>> SharedMemoryRegistry::Resolve(
         field, ": offset ", ref.offset, " + byte_size ", ref.byte_size,
         " is not a non-empty range inside region '", ref.region, "' (", size, " bytes)"));
   }
-  absl::Span<char> bytes(r->data() + ref.offset, static_cast<size_t>(ref.byte_size));
+  Resolved out{absl::Span<char>(r->data() + ref.offset, static_cast<size_t>(ref.byte_size)),
+               r->pinned()};
   keep->push_back(std::move(r));
-  return bytes;
+  return out;
 }
 
 std::vector<SharedMemoryRegistry::Entry> SharedMemoryRegistry::List() const {

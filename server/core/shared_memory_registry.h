@@ -66,10 +66,14 @@ class SharedMemoryRegistry {
   absl::Status Unregister(const std::string& name);
 
   // The bytes `ref` names, checked against its region (`field` prefixes error messages: NOT_FOUND
-  // for an unknown region, INVALID_ARGUMENT for a bad range). Appends the region to `keep`, which
-  // the request holds until it is destroyed.
-  absl::StatusOr<absl::Span<char>> Resolve(const std::string& field, const SharedMemoryRef& ref,
-                                           std::vector<std::shared_ptr<const void>>* keep) const;
+  // for an unknown region, INVALID_ARGUMENT for a bad range), and whether they are page-locked.
+  // Appends the region to `keep`, which the request holds until it is destroyed.
+  struct Resolved {
+    absl::Span<char> bytes;
+    bool pinned = false;
+  };
+  absl::StatusOr<Resolved> Resolve(const std::string& field, const SharedMemoryRef& ref,
+                                   std::vector<std::shared_ptr<const void>>* keep) const;
 
   struct Entry {
     std::shared_ptr<const SharedMemoryRegion> region;

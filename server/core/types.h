@@ -27,6 +27,10 @@ const char* DTypeName(DType t);
 // "kn" / "nk".
 const char* BLayoutName(BLayout l);
 
+// Where a host operand's bytes live: in the request message, or in a registered shared-memory
+// region, page-locked (device copies read/write it in place) or not.
+enum class HostMemory : int { kMessage = 0, kShared = 1, kSharedPinned = 2 };
+
 // A matrix kept on the server for use as B. Backends subclass it to hold their storage.
 class ResidentMatrix {
  public:
@@ -69,8 +73,9 @@ struct Problem {
   // D goes here (a registered shared-memory range) instead of into Output.data; empty: into the
   // response. Backends write exactly count*M*N elements of out_dtype.
   absl::Span<char> d_dest;
-  // Which operands the client passed by shared-memory reference (for error messages).
-  bool a_shm = false, b_shm = false, c_shm = false;
+  // Where the host bytes of a, b, c and d_dest live.
+  HostMemory a_mem = HostMemory::kMessage, b_mem = HostMemory::kMessage,
+             c_mem = HostMemory::kMessage, d_mem = HostMemory::kMessage;
 };
 
 // What a request asks for.
@@ -102,6 +107,11 @@ struct Timing {
   absl::Duration compute;
   absl::Duration copy_out;
   absl::Duration total;
+  // Host time spent planning and enqueuing the GPU work of the unit this request ran in
+  // (includes copying request bytes into staging).
+  absl::Duration launch;
+  // From the unit's GPU work finishing (stream callback) to its results being ready.
+  absl::Duration completion;
   int64_t batch_rows = 0;
   int batch_requests = 1;
   int device = -1;

@@ -39,10 +39,10 @@ absl::Status CheckProblem(const Limits& limits, const MatrixRegistry& registry,
   }
   c_bytes = d_bytes;
   if (static_cast<int64_t>(p->a.size()) != a_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, p->a_shm ? ".a_shm: names " : ".a: has ", p->a.size(),
-                     " bytes, expected ", batch ? "count*" : "", "M*K*2 = ", a_bytes, " (m=", p->m,
-                     ", k=", p->k, batch ? absl::StrCat(", count=", p->count) : "", ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, p->a_mem != HostMemory::kMessage ? ".a_shm: names " : ".a: has ", p->a.size(),
+        " bytes, expected ", batch ? "count*" : "", "M*K*2 = ", a_bytes, " (m=", p->m, ", k=", p->k,
+        batch ? absl::StrCat(", count=", p->count) : "", ")"));
   }
   *bytes_in += a_bytes;
   if (!p->b_handle.empty()) {
@@ -77,18 +77,19 @@ absl::Status CheckProblem(const Limits& limits, const MatrixRegistry& registry,
       return absl::InvalidArgumentError(
           absl::StrCat(field, ": no B operand: set b, b_shm or b_handle"));
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, p->b_shm ? ".b_shm: names " : ".b: has ", have, " bytes, expected K*N*2 = ",
-          kn * 2, batch ? absl::StrCat(" (shared) or count*K*N*2 = ", b_bytes) : "", " (k=", p->k,
-          ", n=", p->n, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, p->b_mem != HostMemory::kMessage ? ".b_shm: names " : ".b: has ",
+                       have, " bytes, expected K*N*2 = ", kn * 2,
+                       batch ? absl::StrCat(" (shared) or count*K*N*2 = ", b_bytes) : "",
+                       " (k=", p->k, ", n=", p->n, ")"));
     }
   }
   if (!p->c.empty()) {
     if (static_cast<int64_t>(p->c.size()) != c_bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
-          field, p->c_shm ? ".c_shm: names " : ".c: has ", p->c.size(), " bytes, expected ",
-          batch ? "count*" : "", "M*N*", DTypeBytes(p->out_dtype), " = ", c_bytes, " (m=", p->m,
-          ", n=", p->n, ", output_dtype=", DTypeName(p->out_dtype), ")"));
+          field, p->c_mem != HostMemory::kMessage ? ".c_shm: names " : ".c: has ", p->c.size(),
+          " bytes, expected ", batch ? "count*" : "", "M*N*", DTypeBytes(p->out_dtype), " = ",
+          c_bytes, " (m=", p->m, ", n=", p->n, ", output_dtype=", DTypeName(p->out_dtype), ")"));
     }
     *bytes_in += c_bytes;
   } else if (p->beta != 0.0f) {

@@ -32,7 +32,10 @@ class CudaBackend final : public core::Backend {
         copier_(std::make_unique<HostCopier>(options.host_copy_threads)),
         devices_(std::move(devices)) {
     for (const auto& d : devices_) {
-      executors_.push_back(std::make_unique<Executor>(d, staging_.get(), copier_.get()));
+      executors_.push_back(
+          std::make_unique<Executor>(d, staging_.get(), copier_.get(),
+                                     Executor::Threads{options.launch_threads_per_device,
+                                                       options.completion_threads_per_device}));
     }
   }
 
@@ -126,7 +129,7 @@ class CudaBackend final : public core::Backend {
   }
 
   absl::Status PinHostMemory(void* data, size_t bytes) override {
-    // Portable: every GPU's copies use it directly (executors check with IsPinnedHost).
+    // Portable: every GPU's copies use it directly.
     if (devices_.empty()) return absl::FailedPreconditionError("no CUDA device");
     GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(devices_[0]->ordinal()), "cudaSetDevice"));
     return CudaStatus(cudaHostRegister(data, bytes, cudaHostRegisterPortable), "cudaHostRegister");
@@ -169,6 +172,11 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   }
   if (options.staging_bytes < 1 || options.staging_slab_bytes < 1) {
     return absl::InvalidArgumentError("staging_bytes and staging_slab_bytes must be >= 1");
+  }
+  if (options.launch_threads_per_device < 1 || options.launch_threads_per_device > 64 ||
+      options.completion_threads_per_device < 1 || options.completion_threads_per_device > 64) {
+    return absl::InvalidArgumentError(
+        "launch_threads_per_device and completion_threads_per_device must be in [1, 64]");
   }
   if (options.host_copy_threads < 0 || options.host_copy_threads > 256) {
     return absl::InvalidArgumentError("host_copy_threads must be in [0, 256]");

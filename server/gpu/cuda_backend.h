@@ -27,6 +27,10 @@ struct CudaBackendOptions {
   int host_copy_threads = 8;
   // Normal-priority streams per GPU (two more serve high-priority requests). Default 4.
   int streams_per_device = 4;
+  // Threads per GPU that pull batches and enqueue their GPU work. Default 4.
+  int launch_threads_per_device = 4;
+  // Threads per GPU that complete finished work (answer the requests). Default 8.
+  int completion_threads_per_device = 8;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
   // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.

@@ -25,17 +25,6 @@ inline absl::Status CudaStatus(cudaError_t err, absl::string_view what) {
   return absl::InternalError(msg);
 }
 
-// True when host address `p` lies in page-locked memory (cudaHostAlloc or cudaHostRegister), so a
-// device copy can read or write it directly without staging.
-inline bool IsPinnedHost(const void* p) {
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return attr.type == cudaMemoryTypeHost;
-}
-
 // Smallest multiple of `align` (> 0) that is >= x.
 inline constexpr int64_t RoundUp(int64_t x, int64_t align) {
   return (x + align - 1) / align * align;

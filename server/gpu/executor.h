@@ -1,14 +1,14 @@
-// The executor of one GPU: pulls batches from the WorkSource with Next(ordinal), turns each into
-// one or more units (a coalesced batch sharing a resident B = ONE GEMM over the stacked A rows;
-// a batch request = one strided-batch call; a group request = GemmGrouped), and enqueues each
-// unit on a non-blocking stream: pinned staging -> 2D H2D copies into pitched pool buffers ->
-// kernel -> D2H -> host callback. A completion thread then copies results out of staging, frees
-// everything the unit took and completes its WorkItems. Both host copies (request bytes ->
-// staging, staging -> response bytes) are split over the shared HostCopier's threads. The pulling
-// thread never waits on the GPU (except for a single item larger than a staging slab, copied
-// straight from pageable memory; a coalesced unit that large runs its items one by one instead),
-// so consecutive units overlap across streams. Operands and outputs in page-locked client shared
-// memory (registered regions) skip staging: the device copies read and write them in place.
+// The executor of one GPU: launch threads pull batches from the WorkSource with Next(ordinal),
+// turns each into one or more units (a coalesced batch sharing a resident B = ONE GEMM over the
+// stacked A rows; a batch request = one strided-batch call; a group request = GemmGrouped), and
+// enqueues each unit on a non-blocking stream: pinned staging -> 2D H2D copies into pitched pool
+// buffers -> kernel -> D2H -> host callback. A completion thread then copies results out of
+// staging, frees everything the unit took and completes its WorkItems. Both host copies (request
+// bytes -> staging, staging -> response bytes) are split over the shared HostCopier's threads. The
+// pulling thread never waits on the GPU (except for a single item larger than a staging slab,
+// copied straight from pageable memory; a coalesced unit that large runs its items one by one
+// instead), so consecutive units overlap across streams. Operands and outputs in page-locked client
+// shared memory (registered regions) skip staging: the device copies read and write them in place.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -31,20 +32,25 @@ struct Unit;  // one kernel-call group in flight (executor.cc)
 
 class Executor {
  public:
+  struct Threads {
+    int launch = 4;      // threads pulling batches and enqueuing their GPU work (>= 1)
+    int completion = 8;  // threads completing finished units (>= 1)
+  };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.
-  Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier);
+  Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier,
+           Threads threads);
   // Joins (Join() must have been called if Start() was).
   ~Executor();
 
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  // Starts the pulling thread and the completion thread. `source` must outlive Join().
+  // Starts the launch and completion threads. `source` must outlive Join().
   void Start(core::WorkSource* source);
 
   // Waits until the source returned nullopt and every unit has completed, then stops the
-  // completion thread. Blocking; call once from the backend's Stop().
+  // completion threads. Blocking; call once from the backend's Stop().
   void Join();
 
   // Units enqueued and not yet completed.
@@ -71,12 +77,13 @@ class Executor {
   const std::shared_ptr<DeviceContext> device_;
   StagingPool* const staging_;
   HostCopier* const copier_;
-  std::thread puller_;
-  std::thread completer_;
+  const Threads threads_;
+  std::vector<std::thread> pullers_;
+  std::vector<std::thread> completers_;
   mutable absl::Mutex mu_;
   std::deque<Unit*> done_queue_ ABSL_GUARDED_BY(mu_);
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  bool pulling_done_ ABSL_GUARDED_BY(mu_) = false;
+  int pullers_done_ ABSL_GUARDED_BY(mu_) = 0;
   bool started_ = false;
 };
 

@@ -41,14 +41,15 @@ v1::BLayout LayoutToProto(core::BLayout l) {
   return l == core::BLayout::kNK ? v1::B_LAYOUT_NK : v1::B_LAYOUT_KN;
 }
 
-// Resolves the shared-memory reference `ref` (field `field`) into `*bytes`.
+// Resolves the shared-memory reference `ref` (field `field`) into `*bytes` and `*where`.
 template <typename Bytes>
 absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field,
                         const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
-                        Bytes* bytes) {
-  auto span = shm.Resolve(field, {ref.region(), ref.offset(), ref.byte_size()}, &request->regions);
-  if (!span.ok()) return span.status();
-  *bytes = Bytes(span->data(), span->size());
+                        Bytes* bytes, core::HostMemory* where) {
+  auto r = shm.Resolve(field, {ref.region(), ref.offset(), ref.byte_size()}, &request->regions);
+  if (!r.ok()) return r.status();
+  *bytes = Bytes(r->bytes.data(), r->bytes.size());
+  *where = r->pinned ? core::HostMemory::kSharedPinned : core::HostMemory::kShared;
   return absl::OkStatus();
 }
 
@@ -63,8 +64,10 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
     if (!p.a().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(field, ": set a or a_shm, not both"));
     }
-    out->a_shm = true;
-    if (auto s = ResolveShm(p.a_shm(), field + ".a_shm", shm, request, &out->a); !s.ok()) return s;
+    if (auto s = ResolveShm(p.a_shm(), field + ".a_shm", shm, request, &out->a, &out->a_mem);
+        !s.ok()) {
+      return s;
+    }
   }
   if (p.b_source_case() == v1::Problem::kBHandle) {
     out->b_handle = p.b_handle();
@@ -72,8 +75,10 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
       return absl::InvalidArgumentError(absl::StrCat(field, ".b_handle: is empty"));
     }
   } else if (p.b_source_case() == v1::Problem::kBShm) {
-    out->b_shm = true;
-    if (auto s = ResolveShm(p.b_shm(), field + ".b_shm", shm, request, &out->b); !s.ok()) return s;
+    if (auto s = ResolveShm(p.b_shm(), field + ".b_shm", shm, request, &out->b, &out->b_mem);
+        !s.ok()) {
+      return s;
+    }
   } else {
     out->b = p.b();
   }
@@ -88,11 +93,14 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
     if (!p.c().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(field, ": set c or c_shm, not both"));
     }
-    out->c_shm = true;
-    if (auto s = ResolveShm(p.c_shm(), field + ".c_shm", shm, request, &out->c); !s.ok()) return s;
+    if (auto s = ResolveShm(p.c_shm(), field + ".c_shm", shm, request, &out->c, &out->c_mem);
+        !s.ok()) {
+      return s;
+    }
   }
   if (p.has_d_shm()) {
-    if (auto s = ResolveShm(p.d_shm(), field + ".d_shm", shm, request, &out->d_dest); !s.ok()) {
+    if (auto s = ResolveShm(p.d_shm(), field + ".d_shm", shm, request, &out->d_dest, &out->d_mem);
+        !s.ok()) {
       return s;
     }
   }
@@ -107,6 +115,8 @@ void DurationsToProto(const core::Timing& t, v1::Timing* p) {
   p->set_copy_in_us(absl::ToInt64Microseconds(t.copy_in));
   p->set_compute_us(absl::ToInt64Microseconds(t.compute));
   p->set_copy_out_us(absl::ToInt64Microseconds(t.copy_out));
+  p->set_launch_us(absl::ToInt64Microseconds(t.launch));
+  p->set_completion_us(absl::ToInt64Microseconds(t.completion));
   p->set_total_us(absl::ToInt64Microseconds(t.total));
   p->set_batch_rows(t.batch_rows);
   p->set_batch_requests(t.batch_requests);
