@@ -39,19 +39,26 @@ loadgen() {  # loadgen NAME FLAGS...
     --progress=off --json="$OUT/$name.json" ${EXTRA:-} "$@" 2>&1 | tee "$OUT/$name.txt"
 }
 
+# LOADS: which loads to run, space-separated (default "decode large").
+LOADS=${LOADS:-decode large}
+has_load() { [[ " $LOADS " == *" $1 "* ]]; }
 nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv | tee "$OUT/gpu.txt"
-start_server batched && {
-  loadgen decode-batched --shapes=16x8192x8192 --b=resident --b_layout=nk --concurrency=64 \
-    --verify_fraction=0.01
-  stop_server batched
-}
-start_server unbatched --batching=false && {
-  loadgen decode-unbatched --shapes=16x8192x8192 --b=resident --b_layout=nk --concurrency=64
-  stop_server unbatched
-}
-start_server large && {
-  loadgen large-inline --shapes=4096x4096x4096 --b=inline --concurrency=1:8:x2 \
-    --verify_fraction=0.02
-  stop_server large
-}
+if has_load decode; then
+  start_server batched && {
+    loadgen decode-batched --shapes=16x8192x8192 --b=resident --b_layout=nk --concurrency=64 \
+      --verify_fraction=0.01
+    stop_server batched
+  }
+  start_server unbatched --batching=false && {
+    loadgen decode-unbatched --shapes=16x8192x8192 --b=resident --b_layout=nk --concurrency=64
+    stop_server unbatched
+  }
+fi
+if has_load large; then
+  start_server large && {
+    loadgen large-inline --shapes=4096x4096x4096 --b=inline --concurrency=1:8:x2 \
+      --verify_fraction=0.02
+    stop_server large
+  }
+fi
 echo "gpu_service_bench: done"
