@@ -23,6 +23,7 @@ import grpc  # noqa: E402
 
 import gemm_client  # noqa: E402
 from gemm_client import GemmClient, GemmError, from_bf16, round_to_bf16, to_bf16  # noqa: E402
+from gemm_client._proto import gemm_service_pb2 as pb  # noqa: E402
 
 SERVER_BINARY = None
 SERVER = None  # started by ClientTest
@@ -159,6 +160,22 @@ class ClientTest(unittest.TestCase):
         got = self.client.matmul(a, b)
         self.assertEqual(got.shape, (2, 3, 5))
         assert_close(self, got.reshape(6, 5), reference(a.reshape(6, 16), b))
+
+    def test_matmul_through_shared_memory(self):
+        w = self.rand(48, 96)  # [N,K]
+        with self.client.shared_memory(1 << 20) as shm, \
+                self.client.register(w, layout="nk") as rm:
+            for m, fp32 in [(1, False), (5, True), (33, False)]:
+                a = self.rand(m, 96)
+                got = self.client.matmul(a, rm, shm=shm,
+                                         output_dtype="fp32" if fp32 else "bf16")
+                assert_close(self, got, reference(a, w, "nk"), "fp32" if fp32 else "bf16")
+            regions = self.client._stub.ListSharedMemory(pb.ListSharedMemoryRequest()).regions
+            self.assertEqual([r.name for r in regions], [shm.name])
+            with self.assertRaises(ValueError):
+                self.client.matmul(self.rand(4000, 96), rm, shm=shm)  # A + D do not fit
+        # Unregistered on exit: a second close is a no-op.
+        shm.close()
 
     def test_resident_matrix(self):
         w = self.rand(24, 32)  # [N,K]

@@ -6,11 +6,15 @@
         w = c.register(weight, layout="nk") # resident B, e.g. a PyTorch Linear weight [N,K]
         y = c.matmul(x, w)                  # only x travels
         w.release()
+        with c.shared_memory(64 << 20) as shm:   # same host: A and D by reference
+            y = c.matmul(x, w, shm=shm)
 
 Works with Debian 12's python3-grpcio, python3-protobuf and python3-numpy.
 """
 
 from .bf16 import from_bf16, round_to_bf16, to_bf16
 from .client import GemmClient, GemmError, ResidentMatrix
+from .shm import SharedMemoryRegion
 
-__all__ = ["GemmClient", "GemmError", "ResidentMatrix", "to_bf16", "from_bf16", "round_to_bf16"]
+__all__ = ["GemmClient", "GemmError", "ResidentMatrix", "SharedMemoryRegion", "to_bf16",
+           "from_bf16", "round_to_bf16"]

@@ -125,13 +125,15 @@ class GemmClient:
     def matmul(self, a, b: BOperand, *, b_layout: str = "kn", output_dtype: str = "bf16",
                alpha: Optional[float] = None, beta: Optional[float] = None, c=None,
                priority: str = "normal", kernel: str = "",
-               timeout: Optional[float] = None) -> np.ndarray:
+               timeout: Optional[float] = None, shm=None) -> np.ndarray:
         """Returns alpha * a @ op(b) (+ beta * c) as float32.
 
         a: [..., K] (leading dimensions are flattened into M and restored in the result).
         b: [K,N] (b_layout="kn", numpy a @ b), [N,K] (b_layout="nk", a @ b.T, e.g. a PyTorch Linear
            weight), or a ResidentMatrix / handle string (its registered layout applies).
         output_dtype: "bf16" (server default; values are BF16-rounded) or "fp32".
+        shm: a SharedMemoryRegion (shared_memory()); A travels and D returns through it (server
+           on this host), not inside the messages. Not safe for concurrent calls on one region.
         """
         a = np.asarray(a)
         if a.ndim < 2:
@@ -141,8 +143,22 @@ class GemmClient:
         problem, (m, n) = self._problem(a2, b, b_layout, output_dtype, alpha, beta, c)
         req = self._request(priority, kernel)
         req.problem.CopyFrom(problem)
+        d_at = None
+        if shm is not None:
+            # A at the region's start, D after it.
+            a_bytes = problem.a
+            d_bytes = m * n * (2 if output_dtype == "bf16" else 4)
+            d_at = shm.aligned(len(a_bytes))
+            req.problem.a_shm.CopyFrom(shm.ref(0, len(a_bytes)))
+            req.problem.d_shm.CopyFrom(shm.ref(d_at, d_bytes))
+            shm.buf[0:len(a_bytes)] = a_bytes
+            req.problem.ClearField("a")
         resp = self._call_gemm(req, timeout)
-        out = self._decode(resp.outputs[0])
+        output = resp.outputs[0]
+        if shm is not None:
+            output = pb.Output(shape=output.shape, dtype=output.dtype,
+                               data=bytes(shm.buf[d_at:d_at + d_bytes]))
+        out = self._decode(output)
         return out.reshape(*lead, n)
 
     def matmul_batch(self, a, b: BOperand, *, b_layout: str = "kn", output_dtype: str = "bf16",
@@ -274,6 +290,30 @@ class GemmClient:
         try:
             return list(self._stub.ListMatrices(pb.ListMatricesRequest(),
                                                 timeout=self._timeout(None)).matrices)
+        except grpc.RpcError as e:
+            raise _rpc_error(e) from None
+
+    def shared_memory(self, size: int, name: Optional[str] = None):
+        """A new SharedMemoryRegion of `size` bytes registered on the server (same host only)."""
+        from .shm import SharedMemoryRegion
+        return SharedMemoryRegion(self, size, name)
+
+    def register_shared_memory(self, name: str, key: str, offset: int, byte_size: int):
+        """Registers bytes [offset, offset + byte_size) of the POSIX shared-memory object `key`
+        ("/name") as region `name`; returns gemm.v1.SharedMemoryInfo."""
+        try:
+            return self._stub.RegisterSharedMemory(
+                pb.RegisterSharedMemoryRequest(name=name, key=key, offset=offset,
+                                               byte_size=byte_size),
+                timeout=self._timeout(None))
+        except grpc.RpcError as e:
+            raise _rpc_error(e) from None
+
+    def unregister_shared_memory(self, name: str) -> None:
+        """Unregisters region `name` (requests still using it finish first)."""
+        try:
+            self._stub.UnregisterSharedMemory(pb.UnregisterSharedMemoryRequest(name=name),
+                                              timeout=self._timeout(None))
         except grpc.RpcError as e:
             raise _rpc_error(e) from None
 
