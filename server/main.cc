@@ -211,6 +211,8 @@ int Run(const Options& o) {
     while (!stop_gauges.load()) {
       m->SetResidentMatrices((*engine)->registry().List().size(),
                              (*engine)->registry().resident_bytes());
+      m->SetSharedMemory((*engine)->shared_memory().List().size(),
+                         (*engine)->shared_memory().bytes());
       for (const auto& d : (*engine)->backend().Describe().devices) {
         m->SetPoolBytes(d.ordinal, d.pool_used_bytes, d.pool_capacity_bytes);
         m->SetKernel(d.ordinal, d.kernel);

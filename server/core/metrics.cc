@@ -70,6 +70,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
       &BuildHistogramFamily(r, "gemm_copy_out_seconds", "Time copying a request's result out.");
   total_seconds_ = &BuildHistogramFamily(r, "gemm_request_seconds",
                                          "Total time of a request from arrival to completion.");
+  launch_seconds_ =
+      &BuildHistogramFamily(r, "gemm_launch_seconds",
+                            "Host time planning and enqueuing the GPU work of a request's batch.");
+  completion_seconds_ =
+      &BuildHistogramFamily(r, "gemm_completion_seconds",
+                            "Time from a request's GPU work finishing to its result being ready.");
   batch_rows_ = &BuildHistogramFamily(r, "gemm_batch_rows",
                                       "Rows (sum of M) of the batch each request ran in.");
   batch_requests_ =
@@ -105,6 +111,16 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                          .Help("Bytes of registered resident matrices.")
                          .Register(r)
                          .Add({});
+  shm_count_ = &prometheus::BuildGauge()
+                    .Name("gemm_shared_memory_regions")
+                    .Help("Registered client shared-memory regions.")
+                    .Register(r)
+                    .Add({});
+  shm_bytes_ = &prometheus::BuildGauge()
+                    .Name("gemm_shared_memory_bytes")
+                    .Help("Bytes of registered client shared-memory regions.")
+                    .Register(r)
+                    .Add({});
 }
 
 Metrics::~Metrics() = default;
@@ -145,6 +161,8 @@ Metrics::DeviceHistograms& Metrics::HistogramsFor(int device) {
       .compute = &compute_seconds_->Add(labels, secs),
       .copy_out = &copy_out_seconds_->Add(labels, secs),
       .total = &total_seconds_->Add(labels, secs),
+      .launch = &launch_seconds_->Add(labels, secs),
+      .completion = &completion_seconds_->Add(labels, secs),
       .batch_rows = &batch_rows_->Add(labels, PowersOfTwo(16)),
       .batch_requests = &batch_requests_->Add(labels, PowersOfTwo(10)),
   };
@@ -163,6 +181,8 @@ void Metrics::RecordTiming(const Timing& timing) {
   h.compute->Observe(absl::ToDoubleSeconds(timing.compute));
   h.copy_out->Observe(absl::ToDoubleSeconds(timing.copy_out));
   h.total->Observe(absl::ToDoubleSeconds(timing.total));
+  h.launch->Observe(absl::ToDoubleSeconds(timing.launch));
+  h.completion->Observe(absl::ToDoubleSeconds(timing.completion));
   h.batch_rows->Observe(static_cast<double>(timing.batch_rows));
   h.batch_requests->Observe(static_cast<double>(timing.batch_requests));
 }
@@ -183,6 +203,11 @@ void Metrics::SetPoolBytes(int device, int64_t in_use, int64_t capacity) {
 void Metrics::SetResidentMatrices(int64_t count, int64_t bytes) {
   resident_count_->Set(static_cast<double>(count));
   resident_bytes_->Set(static_cast<double>(bytes));
+}
+
+void Metrics::SetSharedMemory(int64_t count, int64_t bytes) {
+  shm_count_->Set(static_cast<double>(count));
+  shm_bytes_->Set(static_cast<double>(bytes));
 }
 
 void Metrics::SetKernel(int device, absl::string_view kernel) {

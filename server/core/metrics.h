@@ -39,6 +39,8 @@ class MetricsHttpServer;
 //   gemm_compute_seconds{device}                 histogram, kernel time
 //   gemm_copy_out_seconds{device}                histogram, device-to-host copy time
 //   gemm_request_seconds{device}                 histogram, total time in the server
+//   gemm_launch_seconds{device}                  histogram, host time enqueuing a batch's GPU work
+//   gemm_completion_seconds{device}              histogram, GPU work done -> result ready
 //   gemm_batch_rows{device}                      histogram, rows (sum of M) of a request's batch
 //   gemm_batch_requests{device}                  histogram, requests in a request's batch
 //   gemm_queue_depth                             gauge, requests queued in the batcher
@@ -49,6 +51,8 @@ class MetricsHttpServer;
 //   gemm_pool_bytes_capacity{device}             gauge, device memory pool capacity
 //   gemm_resident_matrices                       gauge, registered resident matrices
 //   gemm_resident_matrix_bytes                   gauge, bytes of registered resident matrices
+//   gemm_shared_memory_regions                   gauge, registered client shared-memory regions
+//   gemm_shared_memory_bytes                     gauge, bytes of those regions
 //   gemm_kernel_info{device,kernel}              gauge = 1 for the kernel serving each device
 // The `device` label is the CUDA ordinal, or "cpu" for -1.
 class Metrics {
@@ -86,6 +90,9 @@ class Metrics {
   // per copy by the caller's convention).
   void SetResidentMatrices(int64_t count, int64_t bytes);
 
+  // Sets the number and total bytes of registered shared-memory regions.
+  void SetSharedMemory(int64_t count, int64_t bytes);
+
   // Records that `kernel` now serves `device`: gemm_kernel_info{device,kernel} = 1, and the
   // series of the kernel that served it before (if different) is removed.
   void SetKernel(int device, absl::string_view kernel);
@@ -107,6 +114,8 @@ class Metrics {
     prometheus::Histogram* compute;
     prometheus::Histogram* copy_out;
     prometheus::Histogram* total;
+    prometheus::Histogram* launch;
+    prometheus::Histogram* completion;
     prometheus::Histogram* batch_rows;
     prometheus::Histogram* batch_requests;
   };
@@ -124,6 +133,8 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* compute_seconds_;
   prometheus::Family<prometheus::Histogram>* copy_out_seconds_;
   prometheus::Family<prometheus::Histogram>* total_seconds_;
+  prometheus::Family<prometheus::Histogram>* launch_seconds_;
+  prometheus::Family<prometheus::Histogram>* completion_seconds_;
   prometheus::Family<prometheus::Histogram>* batch_rows_;
   prometheus::Family<prometheus::Histogram>* batch_requests_;
   prometheus::Family<prometheus::Counter>* dropped_;
@@ -133,6 +144,8 @@ class Metrics {
   prometheus::Gauge* queue_depth_;
   prometheus::Gauge* resident_count_;
   prometheus::Gauge* resident_bytes_;
+  prometheus::Gauge* shm_count_;
+  prometheus::Gauge* shm_bytes_;
 
   // Caches so the hot path does a hash lookup under one short lock rather than the families'
   // label-set hashing.

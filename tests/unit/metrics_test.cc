@@ -59,6 +59,8 @@ TEST(MetricsTest, RecordsTimingHistograms) {
   t.compute = absl::Microseconds(300);
   t.copy_out = absl::Microseconds(30);
   t.total = absl::Microseconds(600);
+  t.launch = absl::Microseconds(40);
+  t.completion = absl::Microseconds(60);
   t.batch_rows = 256;
   t.batch_requests = 16;
   t.device = 1;
@@ -76,6 +78,8 @@ TEST(MetricsTest, RecordsTimingHistograms) {
   EXPECT_TRUE(Has(text, "gemm_compute_seconds_count{device=\"1\"} 1"));
   EXPECT_TRUE(Has(text, "gemm_copy_out_seconds_count{device=\"1\"} 1"));
   EXPECT_TRUE(Has(text, "gemm_request_seconds_count{device=\"1\"} 1"));
+  EXPECT_TRUE(Has(text, "gemm_launch_seconds_sum{device=\"1\"} 4e-05")) << text;
+  EXPECT_TRUE(Has(text, "gemm_completion_seconds_sum{device=\"1\"} 6e-05")) << text;
   EXPECT_TRUE(Has(text, "gemm_request_seconds_bucket{device=\"cpu\",le=\"10\"} 0")) << text;
   EXPECT_TRUE(Has(text, "gemm_request_seconds_bucket{device=\"cpu\",le=\"+Inf\"} 1")) << text;
   EXPECT_TRUE(Has(text, "gemm_batch_rows_bucket{device=\"1\",le=\"128\"} 0")) << text;
@@ -89,6 +93,7 @@ TEST(MetricsTest, Gauges) {
   m->SetPoolBytes(0, 1 << 20, 1 << 30);
   m->SetPoolBytes(1, 0, 1 << 30);
   m->SetResidentMatrices(3, 3 << 20);
+  m->SetSharedMemory(2, 5 << 20);
   m->RecordDropped("deadline");
   m->RecordDropped("deadline");
   const std::string text = m->Serialize();
@@ -97,6 +102,8 @@ TEST(MetricsTest, Gauges) {
   EXPECT_TRUE(Has(text, "gemm_pool_bytes_capacity{device=\"1\"} 1073741824")) << text;
   EXPECT_TRUE(Has(text, "gemm_resident_matrices 3")) << text;
   EXPECT_TRUE(Has(text, "gemm_resident_matrix_bytes 3145728")) << text;
+  EXPECT_TRUE(Has(text, "gemm_shared_memory_regions 2")) << text;
+  EXPECT_TRUE(Has(text, "gemm_shared_memory_bytes 5242880")) << text;
   EXPECT_TRUE(Has(text, "gemm_batcher_dropped_total{reason=\"deadline\"} 2")) << text;
 }
 
