@@ -34,6 +34,9 @@ class PosixShm {
   // Bytes in the range.
   int64_t size() const { return size_; }
   const std::string& key() const { return key_; }
+  // The whole mapping (page-aligned; contains [data(), data() + size())).
+  void* map_base() const { return map_; }
+  size_t map_bytes() const { return map_bytes_; }
 
  private:
   PosixShm(std::string key, void* map, size_t map_bytes, char* data, int64_t size, bool owner)

@@ -13,7 +13,7 @@ SharedMemoryRegion::SharedMemoryRegion(Desc desc, std::unique_ptr<PosixShm> map,
     : desc_(std::move(desc)), map_(std::move(map)), backend_(backend), pinned_(pinned) {}
 
 SharedMemoryRegion::~SharedMemoryRegion() {
-  if (pinned_) backend_->UnpinHostMemory(map_->data());
+  if (pinned_) backend_->UnpinHostMemory(map_->map_base());
 }
 
 SharedMemoryRegistry::SharedMemoryRegistry(Backend* backend, int64_t max_bytes)
@@ -61,7 +61,8 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
     unreserve();
     return absl::Status(map.status().code(), absl::StrCat("key: ", map.status().message()));
   }
-  absl::Status pin = backend_->PinHostMemory((*map)->data(), (*map)->size());
+  // NOTE: the page-aligned mapping, not just the range (which may start mid-page).
+  absl::Status pin = backend_->PinHostMemory((*map)->map_base(), (*map)->map_bytes());
   if (!pin.ok() && !absl::IsUnimplemented(pin)) {
     GEMM_LOG(WARNING) << "shared-memory region '" << desc.name
                       << "' is not page-locked, its copies go through staging: " << pin;

@@ -321,6 +321,42 @@ TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
     EXPECT_LE(gemm::testing::OutputError(ps[i], out, i), gemm::testing::Tolerance(ps[i])) << i;
   }
 
+  // A second region starting mid-page of the same object (pinned as a whole mapping): one
+  // resident request through it.
+  {
+    const int64_t at = kClients * slot + 100;  // not page-aligned
+    auto r2 = c.RegisterSharedMemory("r2", (*shm)->key(), at, a_bytes + d_bytes);
+    ASSERT_TRUE(r2.ok()) << r2.status();
+    EXPECT_TRUE(r2->pinned());
+    gemm::testing::HostProblem hp;
+    hp.m = M;
+    hp.n = N;
+    hp.k = K;
+    hp.b_nk = true;
+    hp.a = RandomBf16Bytes(M * K, gen);
+    hp.b = w;
+    std::memcpy(base + at, hp.a.data(), a_bytes);
+    v1::GemmRequest req;
+    v1::Problem* p = req.mutable_problem();
+    p->set_m(M);
+    p->set_n(N);
+    p->set_k(K);
+    p->set_b_handle(reg->handle());
+    auto ref2 = [](v1::SharedMemoryRef* r, int64_t off, int64_t bytes) {
+      r->set_region("r2");
+      r->set_offset(off);
+      r->set_byte_size(bytes);
+    };
+    ref2(p->mutable_a_shm(), 0, a_bytes);
+    ref2(p->mutable_d_shm(), a_bytes, d_bytes);
+    auto resp = c.Gemm(req, absl::Seconds(60));
+    ASSERT_TRUE(resp.ok()) << resp.status();
+    v1::Output o = resp->outputs(0);
+    o.set_data(std::string(base + at + a_bytes, d_bytes));
+    EXPECT_LE(gemm::testing::OutputError(hp, o), gemm::testing::Tolerance(hp));
+    ASSERT_TRUE(c.UnregisterSharedMemory("r2").ok());
+  }
+
   ASSERT_TRUE(c.UnregisterSharedMemory("r").ok());
   ASSERT_TRUE(c.ReleaseMatrix(reg->handle()).ok());
   info = c.GetServerInfo();
