@@ -41,12 +41,24 @@ absl::StatusOr<v1::MatrixInfo> RegisterWeight(client::GemmClient& c, int64_t n, 
   return c.RegisterMatrix(header, w);
 }
 
+// Starts gemm_server --backend=cuda. GEMM_SERVER_BINARY overrides the build-tree path (e.g. when
+// run from a device bundle).
+absl::StatusOr<std::unique_ptr<gemm::testing::ServerProcess>> StartCudaServer() {
+  const char* binary = std::getenv("GEMM_SERVER_BINARY");
+  return gemm::testing::ServerProcess::Start({"--backend=cuda"}, absl::Seconds(120),
+                                             binary != nullptr ? binary : "");
+}
+
+// A reference to [off, off + bytes) of shared-memory region `region`.
+void SetRef(v1::SharedMemoryRef* r, const std::string& region, int64_t off, int64_t bytes) {
+  r->set_region(region);
+  r->set_offset(off);
+  r->set_byte_size(bytes);
+}
+
 TEST(EngineServiceTest, SixtyFourClientsResidentAndInlineMatchFloat64) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  // GEMM_SERVER_BINARY overrides the build-tree path (e.g. when run from a device bundle).
-  const char* binary = std::getenv("GEMM_SERVER_BINARY");
-  auto server = gemm::testing::ServerProcess::Start({"--backend=cuda"}, absl::Seconds(120),
-                                                    binary != nullptr ? binary : "");
+  auto server = StartCudaServer();
   ASSERT_TRUE(server.ok()) << server.status();
   client::GemmClient& c = (*server)->client();
 
@@ -189,9 +201,7 @@ TEST(EngineServiceTest, SixtyFourClientsResidentAndInlineMatchFloat64) {
 
 TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  const char* binary = std::getenv("GEMM_SERVER_BINARY");
-  auto server = gemm::testing::ServerProcess::Start({"--backend=cuda"}, absl::Seconds(120),
-                                                    binary != nullptr ? binary : "");
+  auto server = StartCudaServer();
   ASSERT_TRUE(server.ok()) << server.status();
   client::GemmClient& c = (*server)->client();
   auto info = c.GetServerInfo();
@@ -217,11 +227,7 @@ TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
   auto region = c.RegisterSharedMemory("r", (*shm)->key(), 0, (*shm)->size());
   ASSERT_TRUE(region.ok()) << region.status();
   EXPECT_TRUE(region->pinned()) << "the CUDA backend should page-lock registered regions";
-  auto ref = [](v1::SharedMemoryRef* r, int64_t off, int64_t bytes) {
-    r->set_region("r");
-    r->set_offset(off);
-    r->set_byte_size(bytes);
-  };
+  auto ref = [](v1::SharedMemoryRef* r, int64_t off, int64_t bytes) { SetRef(r, "r", off, bytes); };
 
   std::atomic<int> bad{0}, max_batch{1};
   absl::Mutex mu;
@@ -342,13 +348,8 @@ TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
     p->set_n(N);
     p->set_k(K);
     p->set_b_handle(reg->handle());
-    auto ref2 = [](v1::SharedMemoryRef* r, int64_t off, int64_t bytes) {
-      r->set_region("r2");
-      r->set_offset(off);
-      r->set_byte_size(bytes);
-    };
-    ref2(p->mutable_a_shm(), 0, a_bytes);
-    ref2(p->mutable_d_shm(), a_bytes, d_bytes);
+    SetRef(p->mutable_a_shm(), "r2", 0, a_bytes);
+    SetRef(p->mutable_d_shm(), "r2", a_bytes, d_bytes);
     auto resp = c.Gemm(req, absl::Seconds(60));
     ASSERT_TRUE(resp.ok()) << resp.status();
     v1::Output o = resp->outputs(0);
