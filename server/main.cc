@@ -43,6 +43,8 @@ ABSL_FLAG(int64_t, max_problems, 1024, "Largest batch count or group size.");
 ABSL_FLAG(int64_t, max_resident_bytes, int64_t{64} << 30, "Cap on resident matrix bytes.");
 ABSL_FLAG(int64_t, max_shared_memory_bytes, int64_t{64} << 30,
           "Cap on bytes of registered client shared-memory regions; 0 turns them off.");
+ABSL_FLAG(std::string, shared_memory_key_prefix, "/gemm",
+          "Clients may only register POSIX shared-memory objects whose names start with this.");
 ABSL_FLAG(int64_t, max_queue_delay_us, 200, "Longest a request waits to be coalesced (us).");
 ABSL_FLAG(int64_t, max_batch_rows, 4096, "Most rows (sum of M) in one coalesced GEMM.");
 ABSL_FLAG(int64_t, queue_capacity, 1024, "Most queued requests; beyond it UNAVAILABLE.");
@@ -103,6 +105,7 @@ Options OptionsFromFlags() {
   l.max_problems = absl::GetFlag(FLAGS_max_problems);
   l.max_resident_bytes = absl::GetFlag(FLAGS_max_resident_bytes);
   l.max_shared_memory_bytes = absl::GetFlag(FLAGS_max_shared_memory_bytes);
+  l.shared_memory_key_prefix = absl::GetFlag(FLAGS_shared_memory_key_prefix);
   auto& b = o.engine.batcher;
   b.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   b.max_batch_rows = absl::GetFlag(FLAGS_max_batch_rows);

@@ -33,7 +33,8 @@ GemmEngine::GemmEngine(const Options& options, std::unique_ptr<Backend> backend,
       registry_(
           std::make_unique<MatrixRegistry>(backend_.get(), options.limits.max_resident_bytes)),
       shared_memory_(std::make_unique<SharedMemoryRegistry>(
-          backend_.get(), options.limits.max_shared_memory_bytes)) {
+          backend_.get(), options.limits.max_shared_memory_bytes,
+          options.limits.shared_memory_key_prefix)) {
   for (const auto& k : backend_->Describe().kernels) {
     if (k.usable) kernels_.push_back(k.name);
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace gemm::core {
 
@@ -18,6 +19,8 @@ struct Limits {
   int64_t max_resident_bytes = int64_t{64} << 30;
   // Cap on bytes of registered shared-memory regions (all of them); 0 turns them off. 64 GiB.
   int64_t max_shared_memory_bytes = int64_t{64} << 30;
+  // Shared-memory objects clients may register must have names starting with this. "/gemm".
+  std::string shared_memory_key_prefix = "/gemm";
 };
 
 }  // namespace gemm::core

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 
@@ -16,8 +17,9 @@ SharedMemoryRegion::~SharedMemoryRegion() {
   if (pinned_) backend_->UnpinHostMemory(map_->map_base());
 }
 
-SharedMemoryRegistry::SharedMemoryRegistry(Backend* backend, int64_t max_bytes)
-    : backend_(backend), max_bytes_(max_bytes) {}
+SharedMemoryRegistry::SharedMemoryRegistry(Backend* backend, int64_t max_bytes,
+                                           std::string key_prefix)
+    : backend_(backend), max_bytes_(max_bytes), key_prefix_(std::move(key_prefix)) {}
 
 absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::Register(
     SharedMemoryRegion::Desc desc) {
@@ -30,6 +32,10 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
   }
   if (auto s = PosixShm::CheckKey(desc.key); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("key: ", s.message()));
+  }
+  if (!absl::StartsWith(desc.key, key_prefix_)) {
+    return absl::PermissionDeniedError(absl::StrCat("key: '", desc.key, "' does not start with '",
+                                                    key_prefix_, "' (--shared_memory_key_prefix)"));
   }
   if (desc.offset < 0 || desc.byte_size < 1) {
     return absl::InvalidArgumentError(

@@ -54,12 +54,13 @@ struct SharedMemoryRef {
 class SharedMemoryRegistry {
  public:
   // `backend` pins and unpins ranges and must outlive every region. `max_bytes` caps the sum of
-  // the registered ranges; 0 turns registration off.
-  SharedMemoryRegistry(Backend* backend, int64_t max_bytes);
+  // the registered ranges; 0 turns registration off. Only objects whose names start with
+  // `key_prefix` may be registered.
+  SharedMemoryRegistry(Backend* backend, int64_t max_bytes, std::string key_prefix);
 
-  // Maps and pins `desc`'s range. INVALID_ARGUMENT (bad name/key/range), ALREADY_EXISTS (name
-  // taken), NOT_FOUND (no such object on this host), RESOURCE_EXHAUSTED (over the cap),
-  // FAILED_PRECONDITION (registration turned off).
+  // Maps and pins `desc`'s range. INVALID_ARGUMENT (bad name/key/range), PERMISSION_DENIED (key
+  // outside the prefix), ALREADY_EXISTS (name taken), NOT_FOUND (no such object on this host),
+  // RESOURCE_EXHAUSTED (over the cap), FAILED_PRECONDITION (registration turned off).
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Register(SharedMemoryRegion::Desc desc);
 
   // Forgets `name` (NOT_FOUND if unknown); requests holding it finish first.
@@ -88,6 +89,7 @@ class SharedMemoryRegistry {
  private:
   Backend* const backend_;
   const int64_t max_bytes_;
+  const std::string key_prefix_;
   mutable absl::Mutex mu_;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_

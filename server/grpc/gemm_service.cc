@@ -4,9 +4,11 @@
 #include <deque>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "server/grpc/convert.h"
+#include "server/grpc/peer.h"
 #include "server/grpc/status_util.h"
 
 namespace gemm::service {
@@ -320,6 +322,15 @@ grpc::ServerUnaryReactor* GemmServiceImpl::RegisterSharedMemory(
     grpc::CallbackServerContext* context, const v1::RegisterSharedMemoryRequest* request,
     v1::SharedMemoryInfo* response) {
   auto* reactor = context->DefaultReactor();
+  if (!IsLocalPeer(context->peer())) {
+    // A remote caller cannot share memory with us; it must not map the host's objects either.
+    const absl::Status s = absl::PermissionDeniedError(absl::StrCat(
+        "RegisterSharedMemory is only for clients on the server's host; this call came from ",
+        context->peer()));
+    Observe("RegisterSharedMemory", s.code(), nullptr);
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
+  }
   // NOTE: maps and page-locks on this gRPC thread (pinning large ranges takes a while); a
   // registration is rare next to the requests it serves.
   auto region = engine_->shared_memory().Register(FromProto(*request));

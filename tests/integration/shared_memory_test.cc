@@ -226,13 +226,17 @@ TEST_F(SharedMemoryTest, BadReferences) {
 }
 
 TEST_F(SharedMemoryTest, Registration) {
-  // Name taken, missing object, bad key, range past the object, over the cap.
+  // Name taken, missing object, bad key, key outside the prefix, range past the object, over
+  // the cap.
   auto again = client().RegisterSharedMemory(name_, shm_->key(), 0, 4096);
   EXPECT_EQ(again.status().code(), absl::StatusCode::kAlreadyExists) << again.status();
   auto missing = client().RegisterSharedMemory("x", "/gemm_shm_test_does_not_exist", 0, 4096);
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
   auto bad_key = client().RegisterSharedMemory("y", "../etc/passwd", 0, 4096);
   EXPECT_EQ(bad_key.status().code(), absl::StatusCode::kInvalidArgument) << bad_key.status();
+  auto foreign = client().RegisterSharedMemory("w", "/not_gemm_object", 0, 4096);
+  EXPECT_EQ(foreign.status().code(), absl::StatusCode::kPermissionDenied) << foreign.status();
+  EXPECT_NE(foreign.status().message().find("--shared_memory_key_prefix"), std::string::npos);
   auto past = client().RegisterSharedMemory("z", shm_->key(), 4096, kRegionBytes);
   EXPECT_EQ(past.status().code(), absl::StatusCode::kInvalidArgument) << past.status();
   auto big = PosixShm::Create(absl::StrCat(shm_->key(), "_big"), 4 * kRegionBytes);

@@ -1,4 +1,5 @@
-# Unit tests of the dynamic batcher and the Prometheus metrics (no GPU, no network but loopback).
+# Unit tests of the dynamic batcher, the Prometheus metrics and the gRPC layer's peer check (no GPU,
+# no network but loopback).
 add_executable(batcher_test ${CMAKE_CURRENT_LIST_DIR}/batcher_test.cc)
 target_link_libraries(batcher_test PRIVATE gemm_core GTest::gtest_main)
 gtest_discover_tests(batcher_test DISCOVERY_MODE PRE_TEST)
@@ -10,3 +11,8 @@ gtest_discover_tests(metrics_test DISCOVERY_MODE PRE_TEST)
 add_executable(metrics_http_test ${CMAKE_CURRENT_LIST_DIR}/metrics_http_test.cc)
 target_link_libraries(metrics_http_test PRIVATE gemm_core gemm_test_loopback_http GTest::gtest_main)
 gtest_discover_tests(metrics_http_test DISCOVERY_MODE PRE_TEST)
+
+# Peer classification of the gRPC layer (which callers may register shared memory).
+add_executable(peer_test ${CMAKE_CURRENT_LIST_DIR}/peer_test.cc)
+target_link_libraries(peer_test PRIVATE gemm_grpc_service GTest::gtest_main)
+gtest_discover_tests(peer_test DISCOVERY_MODE PRE_TEST)

@@ -7,6 +7,8 @@ in place).
         y = c.matmul(x, w, shm=shm)
 """
 
+import os
+import secrets
 from multiprocessing import shared_memory
 from typing import Optional
 
@@ -28,7 +30,9 @@ class SharedMemoryRegion:
         if size < 1:
             raise ValueError(f"size must be >= 1, got {size}")
         self._client = client
-        self._shm = shared_memory.SharedMemory(create=True, size=int(size))
+        # NOTE: the server only maps objects named with its --shared_memory_key_prefix ("/gemm").
+        self._shm = shared_memory.SharedMemory(
+            create=True, size=int(size), name=f"gemm_py_{os.getpid()}_{secrets.token_hex(6)}")
         self.size = int(size)
         self.name = name or self._shm.name
         try:

@@ -113,7 +113,9 @@ class GemmServiceServicer(object):
     def RegisterSharedMemory(self, request, context):
         """Maps a POSIX shared-memory object of a client on the same host (shm_open name) into the
         server, page-locked for DMA where the backend can, so requests can pass operands and receive
-        outputs by reference (SharedMemoryRef) instead of inside the gRPC messages.
+        outputs by reference (SharedMemoryRef) instead of inside the gRPC messages. Loopback and
+        unix-socket callers only, object names starting with the server's --shared_memory_key_prefix
+        (PERMISSION_DENIED otherwise).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
