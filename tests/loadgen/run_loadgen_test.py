@@ -5,7 +5,7 @@ runs whose JSON, CSV and HTML reports are parsed back and checked.
   /usr/bin/python3 tests/loadgen/run_loadgen_test.py --case closed \
       --loadgen build/client/loadgen/gemm_loadgen --server build/server/gemm_server --workdir /tmp/x
 
-Cases: closed, open, verify, stopped, interrupt.
+Cases: closed, open, verify, shm, stopped, interrupt.
 """
 
 import argparse
@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from gemm_test_server import Server, free_port  # noqa: E402
 
 from gemm_client import GemmClient  # noqa: E402
+from gemm_client._proto import gemm_service_pb2 as pb  # noqa: E402
 
 # Keep every run short: small shapes, short windows, few of them.
 FAST = ["--warmup_s=0.3", "--window_s=0.5", "--max_windows=4", "--progress=off",
@@ -183,6 +184,28 @@ def case_verify(a):
         check(p["verify"]["mismatches"] == 0, f"mismatches {p['verify']}")
 
 
+def case_shm(a):
+    # Operands and outputs through a registered shared-memory region, inline and resident B,
+    # every response checked; the region is unregistered and unlinked at the end.
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        for b in ("inline", "resident"):
+            out, paths = run_loadgen(["--target=" + server.target, "--shapes=33x17x65,16x64x64",
+                                      f"--b={b}", "--b_layout=nk", "--shm", "--concurrency=4",
+                                      "--verify_fraction=1"] + FAST,
+                                     a.loadgen, a.workdir, f"shm-{b}")
+            check(out.returncode == 0, f"{b}: exit {out.returncode}")
+            report, _, _ = parse_reports(paths)
+            for p in report["points"]:
+                check_healthy_point(p)
+                check(p["verify"]["checked"] == p["requests_ok"], f"{b}: verify {p['verify']}")
+                check(p["verify"]["mismatches"] == 0, f"{b}: mismatches {p['verify']}")
+        with GemmClient(server.target) as c:
+            left = c._stub.ListSharedMemory(pb.ListSharedMemoryRequest()).regions
+        check(len(left) == 0, f"regions left registered: {[r.name for r in left]}")
+    leaked = [f for f in os.listdir("/dev/shm") if f.startswith("gemm_loadgen_")]
+    check(not leaked, f"shared-memory objects left behind: {leaked}")
+
+
 def case_stopped(a):
     target = f"127.0.0.1:{free_port()}"  # nothing listens there
     out, paths = run_loadgen(["--target=" + target, "--shapes=16x16x16", "--concurrency=2",
@@ -225,7 +248,7 @@ def case_interrupt(a):
     check(report["points"][0]["requests_ok"] > 0, "interrupted point has no data")
 
 
-CASES = {"closed": case_closed, "open": case_open, "verify": case_verify,
+CASES = {"closed": case_closed, "open": case_open, "verify": case_verify, "shm": case_shm,
          "stopped": case_stopped, "interrupt": case_interrupt}
 
 
