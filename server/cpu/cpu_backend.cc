@@ -3,6 +3,8 @@
 
 #include <cblas.h>
 
+#include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -50,6 +52,12 @@ class CpuUpload final : public core::MatrixUpload {
   core::ResidentMatrix::Desc desc_;
   std::string bytes_;
 };
+
+// True when the byte ranges `d` and `s` share a byte.
+bool Overlaps(absl::Span<char> d, absl::string_view s) {
+  return !d.empty() && !s.empty() && d.data() < s.data() + s.size() &&
+         s.data() < d.data() + d.size();
+}
 
 class CpuBackend final : public core::Backend {
  public:
@@ -112,9 +120,14 @@ class CpuBackend final : public core::Backend {
       out.shape.push_back(p.n);
       out.dtype = p.out_dtype;
       const int64_t d_bytes = p.m * p.n * core::DTypeBytes(p.out_dtype);
-      // D straight into the client's shared memory, or into the response.
+      // D straight into the client's shared memory, or into the response. NOTE: a D range that
+      // overlaps an input (shared memory) is computed aside and copied at the end: entry i's D
+      // must not overwrite inputs of entries not computed yet (the GPU copies every input in
+      // before any output out, so it needs no such care).
+      const bool aliased =
+          Overlaps(p.d_dest, p.a) || Overlaps(p.d_dest, p.b) || Overlaps(p.d_dest, p.c);
       char* d = p.d_dest.data();
-      if (p.d_dest.empty()) {
+      if (p.d_dest.empty() || aliased) {
         out.data.resize(d_bytes * p.count);
         d = out.data.data();
       }
@@ -133,6 +146,10 @@ class CpuBackend final : public core::Backend {
           decode += absl::Now() - t0;
         }
         CpuGemm(p, i, b_float, d + i * d_bytes);
+      }
+      if (aliased) {
+        std::memcpy(p.d_dest.data(), out.data.data(), out.data.size());
+        std::string().swap(out.data);
       }
       result.outputs.push_back(std::move(out));
     }

@@ -181,6 +181,32 @@ TEST_F(SharedMemoryTest, BatchAndGroup) {
   EXPECT_LE(OutputError(g1, gresp->outputs(1)), Tolerance(g1));
 }
 
+TEST_F(SharedMemoryTest, OutputOverlappingLaterInputs) {
+  // Batch of 2 with N == K: D starts where A's second entry starts, so writing entry 0's result
+  // in place would overwrite entry 1's input before it is read.
+  const int64_t m = 8, n = 16, k = 16;
+  HostProblem p0 = RandomProblem(m, n, k, false, false, 1, 0, gen_);
+  HostProblem p1 = RandomProblem(m, n, k, false, false, 1, 0, gen_);
+  p1.b = p0.b;
+  v1::GemmRequest req;
+  req.mutable_batch()->set_count(2);
+  v1::Problem* bp = req.mutable_batch()->mutable_problem();
+  FillProto(p0, bp);
+  bp->clear_a();
+  const v1::SharedMemoryRef a = Put(p0.a + p1.a);
+  *bp->mutable_a_shm() = a;
+  v1::SharedMemoryRef d = a;
+  d.set_offset(a.offset() + m * k * 2);
+  d.set_byte_size(2 * m * n * 2);
+  Reserve(m * n * 2);  // D runs past A's end
+  *bp->mutable_d_shm() = d;
+  auto resp = client().Gemm(req, absl::Seconds(30));
+  ASSERT_TRUE(resp.ok()) << resp.status();
+  const v1::Output out = FromShm(resp->outputs(0), d);
+  EXPECT_LE(OutputError(p0, out, 0), Tolerance(p0));
+  EXPECT_LE(OutputError(p1, out, 1), Tolerance(p1));
+}
+
 TEST_F(SharedMemoryTest, BadReferences) {
   HostProblem p = RandomProblem(8, 8, 8, false, false, 1, 0, gen_);
   auto make = [&](const std::function<void(v1::Problem*)>& mutate) {
