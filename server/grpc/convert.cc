@@ -53,21 +53,30 @@ absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field
   return absl::OkStatus();
 }
 
+// An input given inline (`bytes`) or by reference (`ref`, when `has_ref`), not both.
+absl::Status InputFromProto(const std::string& bytes, bool has_ref, const v1::SharedMemoryRef& ref,
+                            const std::string& field, const std::string& name,
+                            const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
+                            absl::string_view* out, core::HostMemory* where) {
+  *out = bytes;
+  if (!has_ref) return absl::OkStatus();
+  if (!bytes.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": set ", name, " or ", name, "_shm, not both"));
+  }
+  return ResolveShm(ref, absl::StrCat(field, ".", name, "_shm"), shm, request, out, where);
+}
+
 absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
                               const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
                               core::Problem* out) {
   out->m = p.m();
   out->n = p.n();
   out->k = p.k();
-  out->a = p.a();
-  if (p.has_a_shm()) {
-    if (!p.a().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": set a or a_shm, not both"));
-    }
-    if (auto s = ResolveShm(p.a_shm(), field + ".a_shm", shm, request, &out->a, &out->a_mem);
-        !s.ok()) {
-      return s;
-    }
+  if (auto s = InputFromProto(p.a(), p.has_a_shm(), p.a_shm(), field, "a", shm, request, &out->a,
+                              &out->a_mem);
+      !s.ok()) {
+    return s;
   }
   if (p.b_source_case() == v1::Problem::kBHandle) {
     out->b_handle = p.b_handle();
@@ -88,15 +97,10 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
   out->b_layout_explicit = p.b_layout() != v1::B_LAYOUT_UNSPECIFIED;
   out->alpha = p.has_alpha() ? p.alpha() : 1.0f;
   out->beta = p.has_beta() ? p.beta() : 0.0f;
-  out->c = p.c();
-  if (p.has_c_shm()) {
-    if (!p.c().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": set c or c_shm, not both"));
-    }
-    if (auto s = ResolveShm(p.c_shm(), field + ".c_shm", shm, request, &out->c, &out->c_mem);
-        !s.ok()) {
-      return s;
-    }
+  if (auto s = InputFromProto(p.c(), p.has_c_shm(), p.c_shm(), field, "c", shm, request, &out->c,
+                              &out->c_mem);
+      !s.ok()) {
+    return s;
   }
   if (p.has_d_shm()) {
     if (auto s = ResolveShm(p.d_shm(), field + ".d_shm", shm, request, &out->d_dest, &out->d_mem);
