@@ -62,6 +62,9 @@ ABSL_FLAG(int32_t, host_copy_threads, 8,
 ABSL_FLAG(int32_t, streams_per_device, 4, "CUDA: streams per GPU.");
 ABSL_FLAG(int32_t, launch_threads_per_device, 4,
           "CUDA: threads per GPU that pull batches and enqueue their GPU work.");
+ABSL_FLAG(bool, batched_copies, true,
+          "CUDA: submit a unit's contiguous host<->device copies with one cudaMemcpyBatchAsync "
+          "call each way instead of one call per copy.");
 ABSL_FLAG(int32_t, completion_threads_per_device, 8,
           "CUDA: threads per GPU that complete finished work and answer the requests.");
 ABSL_FLAG(bool, replicate_resident, false, "CUDA: place resident matrices on every GPU.");
@@ -120,6 +123,7 @@ Options OptionsFromFlags() {
   o.cuda.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);
   o.cuda.launch_threads_per_device = absl::GetFlag(FLAGS_launch_threads_per_device);
   o.cuda.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);
+  o.cuda.batched_copies = absl::GetFlag(FLAGS_batched_copies);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
   o.cuda.self_test = absl::GetFlag(FLAGS_self_test);
 #endif

@@ -111,7 +111,11 @@ class Runner::Impl {
   void PrepareVerification(ShapeData& s);
   bool Verify(const ShapeData& s, const v1::GemmResponse& resp, std::string* why) const;
   void DispatchLoop(double level);
-  void Issue(int64_t intended_ns);
+  // Sends one request. `claimed`: the caller already counted it in outstanding_ (TryClaim).
+  // Thread-safe: runs on the dispatcher and, closed loop, on gRPC's callback threads.
+  void Issue(int64_t intended_ns, bool claimed);
+  // Counts one more request in flight if fewer than `limit` are; false otherwise.
+  bool TryClaim(int64_t limit);
   WindowStats TakeWindow();
   // Sleeps `seconds` (interruptible by `stop`), refreshing the progress line. False if stopped.
   bool WaitFor(double seconds, const std::string& label, const std::string& phase);
@@ -143,7 +147,8 @@ class Runner::Impl {
   std::string shm_name_;
   std::vector<int> shm_targets_;
 
-  // Dispatcher-thread state.
+  // Issue state, guarded by issue_mu_ (Issue runs on several threads in closed loop).
+  std::mutex issue_mu_;
   std::mt19937_64 rng_;
   uint64_t next_id_ = 0;
   uint64_t round_robin_ = 0;
@@ -155,6 +160,9 @@ class Runner::Impl {
   std::condition_variable dispatch_cv_;
   bool stop_dispatch_ = false;  // guarded by dispatch_mu_
   std::atomic<int64_t> outstanding_{0};
+  // Closed loop: the concurrency a completed call refills inline (its caller sends the next
+  // request from the completion callback); 0 while no closed-loop point runs.
+  std::atomic<int64_t> inline_limit_{0};
   std::atomic<int64_t> issued_{0};
   std::atomic<int64_t> failures_{0};
 
@@ -620,43 +628,71 @@ void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmR
     live_.erase(c);
   }
   delete c;
-  {
-    std::lock_guard<std::mutex> l(dispatch_mu_);
-    outstanding_.fetch_sub(1);
+  outstanding_.fetch_sub(1);
+  // NOTE: closed loop, the caller whose request finished sends its next one right here, on the
+  // callback thread. Through the single dispatcher thread, that thread was the limit (90% busy
+  // at 51k req/s on an H200 host) and every request waited for it. Failed calls still go
+  // through the dispatcher, which applies --error_backoff_ms.
+  const int64_t limit = inline_limit_.load();
+  if (ok && limit > 0 && TryClaim(limit)) {
+    Issue(NowNs(), /*claimed=*/true);
+    return;
   }
+  { std::lock_guard<std::mutex> l(dispatch_mu_); }  // a waiting dispatcher sees the new count
   dispatch_cv_.notify_all();
 }
 
-void Runner::Impl::Issue(int64_t intended_ns) {
+bool Runner::Impl::TryClaim(int64_t limit) {
+  int64_t n = outstanding_.load();
+  while (n < limit) {
+    if (outstanding_.compare_exchange_weak(n, n + 1)) return true;
+  }
+  return false;
+}
+
+void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
   const WorkloadSpec& w = options_.workload;
   Call* c = new Call;
-  c->shape = shape_pick_(rng_);
   c->intended_ns = intended_ns;
-  c->verify = options_.verify_fraction > 0 &&
-              std::uniform_real_distribution<double>(0, 1)(rng_) < options_.verify_fraction;
-  outstanding_.fetch_add(1);
+  Stream* st = nullptr;
+  size_t slot = 0;
+  {
+    std::lock_guard<std::mutex> l(issue_mu_);
+    c->shape = shape_pick_(rng_);
+    c->verify = options_.verify_fraction > 0 &&
+                std::uniform_real_distribution<double>(0, 1)(rng_) < options_.verify_fraction;
+    if (w.streaming) {
+      slot = round_robin_++ % streams_.size();
+      c->id = absl::StrCat(next_id_++);
+      st = streams_[slot];
+    } else {
+      c->endpoint = static_cast<int>(round_robin_++ % endpoints_.size());
+    }
+  }
+  if (!claimed) outstanding_.fetch_add(1);
   issued_.fetch_add(1);
   if (w.streaming) {
-    const size_t slot = round_robin_++ % streams_.size();
-    c->endpoint = 0;
-    c->id = absl::StrCat(next_id_++);
-    Stream* st = streams_[slot];
     if (st->Send(c)) return;
     // The stream is gone: reopen it (at most every 200 ms per slot) or fail the request.
-    const int64_t now = NowNs();
-    int endpoint = static_cast<int>(slot / std::max(1, w.streams_per_channel));
-    if (now - stream_opened_ns_[slot] >= 200'000'000) {
-      stream_opened_ns_[slot] = now;
-      st->Close();
-      all_streams_.push_back(std::make_unique<Stream>(this, endpoint));
-      streams_[slot] = all_streams_.back().get();
-      if (streams_[slot]->Send(c)) return;
+    Stream* fresh = nullptr;
+    {
+      std::lock_guard<std::mutex> l(issue_mu_);
+      const int64_t now = NowNs();
+      if (streams_[slot] != st) {
+        fresh = streams_[slot];  // another thread reopened it already
+      } else if (now - stream_opened_ns_[slot] >= 200'000'000) {
+        stream_opened_ns_[slot] = now;
+        st->Close();
+        const int endpoint = static_cast<int>(slot / std::max(1, w.streams_per_channel));
+        all_streams_.push_back(std::make_unique<Stream>(this, endpoint));
+        fresh = streams_[slot] = all_streams_.back().get();
+      }
     }
+    if (fresh != nullptr && fresh->Send(c)) return;
     Complete(c, grpc::Status(grpc::StatusCode::UNAVAILABLE, st->final_message()), nullptr);
     return;
   }
-  const size_t e = round_robin_++ % endpoints_.size();
-  c->endpoint = static_cast<int>(e);
+  const int e = c->endpoint;
   c->ctx = std::make_unique<grpc::ClientContext>();
   auto deadline = std::chrono::system_clock::now() +
                   std::chrono::microseconds(static_cast<int64_t>(options_.rpc_timeout_s * 1e6));
@@ -679,6 +715,7 @@ void Runner::Impl::DispatchLoop(double level) {
   if (options_.open_loop) {
     const double rate = level;
     std::exponential_distribution<double> exp_gap(rate);
+    std::mt19937_64 gap_rng(options_.seed ^ 0x9e3779b97f4a7c15ull);
     int64_t next = NowNs();
     for (;;) {
       {
@@ -689,12 +726,13 @@ void Runner::Impl::DispatchLoop(double level) {
             l, [&] { return stop_dispatch_ || outstanding_.load() < options_.max_outstanding; });
         if (stop_dispatch_) return;
       }
-      Issue(next);
-      const double gap_s = options_.poisson ? exp_gap(rng_) : 1.0 / rate;
+      Issue(next, /*claimed=*/false);
+      const double gap_s = options_.poisson ? exp_gap(gap_rng) : 1.0 / rate;
       next += static_cast<int64_t>(gap_s * 1e9);
     }
   }
   const int64_t concurrency = std::max<int64_t>(1, std::llround(level));
+  inline_limit_.store(concurrency);
   int64_t failures_seen = failures_.load();
   for (;;) {
     {
@@ -710,7 +748,9 @@ void Runner::Impl::DispatchLoop(double level) {
         if (stop_dispatch_) return;
       }
     }
-    Issue(NowNs());
+    // Fills the point's concurrency at its start and refills after failed calls; successful
+    // calls refill inline (Complete).
+    if (TryClaim(concurrency)) Issue(NowNs(), /*claimed=*/true);
   }
 }
 
@@ -800,6 +840,7 @@ PointResult Runner::Impl::RunPoint(double level, int index, int total) {
     if (r.windows >= options_.max_windows) break;
   }
   r.interrupted = !running;
+  inline_limit_.store(0);  // completions stop sending new requests
   {
     std::lock_guard<std::mutex> l(dispatch_mu_);
     stop_dispatch_ = true;
@@ -835,7 +876,10 @@ void Runner::Impl::Finish(double timeout_s) {
     std::lock_guard<std::mutex> l(live_mu_);
     for (Call* c : live_) c->ctx->TryCancel();
   }
-  for (Stream* s : streams_) s->Close();
+  {
+    std::lock_guard<std::mutex> l(issue_mu_);
+    for (Stream* s : streams_) s->Close();
+  }
   for (auto& s : all_streams_) {
     if (!s->WaitDone(deadline)) s->Cancel();
   }

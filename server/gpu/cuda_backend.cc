@@ -32,10 +32,10 @@ class CudaBackend final : public core::Backend {
         copier_(std::make_unique<HostCopier>(options.host_copy_threads)),
         devices_(std::move(devices)) {
     for (const auto& d : devices_) {
-      executors_.push_back(
-          std::make_unique<Executor>(d, staging_.get(), copier_.get(),
-                                     Executor::Threads{options.launch_threads_per_device,
-                                                       options.completion_threads_per_device}));
+      executors_.push_back(std::make_unique<Executor>(
+          d, staging_.get(), copier_.get(),
+          Executor::Config{options.launch_threads_per_device, options.completion_threads_per_device,
+                           options.batched_copies}));
     }
   }
 

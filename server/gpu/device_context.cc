@@ -42,9 +42,9 @@ absl::StatusOr<std::shared_ptr<DeviceContext>> DeviceContext::Create(const Optio
     GPU_RETURN_IF_ERROR(CudaStatus(
         cudaStreamCreateWithPriority(&slot.stream, cudaStreamNonBlocking, high ? greatest : least),
         "cudaStreamCreateWithPriority"));
-    out->push_back(slot);  // pushed first so the destructor destroys it on failure below
+    out->push_back(std::move(slot));  // pushed first so the destructor destroys it on failure
     if (ws > 0) {
-      auto p = ctx->pool_->Allocate(ws, slot.stream);
+      auto p = ctx->pool_->Allocate(ws, out->back().stream);
       if (!p.ok()) return p.status();
       out->back().workspace = *p;
       out->back().workspace_bytes = ws;
@@ -86,10 +86,18 @@ DeviceContext::~DeviceContext() {
 }
 
 const StreamSlot& DeviceContext::NextStream(bool high_priority) {
-  if (high_priority) {
-    return high_[next_high_.fetch_add(1, std::memory_order_relaxed) % high_.size()];
+  std::vector<StreamSlot>& slots = high_priority ? high_ : normal_;
+  std::atomic<uint64_t>& next = high_priority ? next_high_ : next_normal_;
+  const uint64_t first = next.fetch_add(1, std::memory_order_relaxed);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    StreamSlot& s = slots[(first + i) % slots.size()];
+    // A hint only: another thread may take it right after; the caller's lock decides.
+    if (s.enqueue_mu->TryLock()) {
+      s.enqueue_mu->Unlock();
+      return s;
+    }
   }
-  return normal_[next_normal_.fetch_add(1, std::memory_order_relaxed) % normal_.size()];
+  return slots[first % slots.size()];
 }
 
 absl::StatusOr<cudaEvent_t> DeviceContext::GetEvent() {

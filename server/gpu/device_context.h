@@ -21,13 +21,17 @@
 
 namespace gemm::gpu {
 
-// One stream of a device with the kernel workspace reserved for work enqueued on it (work on a
-// stream is serialized, so one workspace per stream is enough).
+// One stream of a device with the kernel workspace reserved for work enqueued on it. Work on a
+// stream is serialized, so one workspace per stream is enough PROVIDED that one unit's copies and
+// kernels are enqueued back to back: hold `enqueue_mu` while enqueuing. (Interleaved by two launch
+// threads, a unit's small-M main kernel and its fixup kernel had another unit's kernel between
+// them that overwrote the shared workspace: ~1 wrong result in 2,000 on mixed decode batches.)
 struct StreamSlot {
   cudaStream_t stream = nullptr;
   void* workspace = nullptr;
   int64_t workspace_bytes = 0;
   bool high_priority = false;
+  std::unique_ptr<absl::Mutex> enqueue_mu = std::make_unique<absl::Mutex>();
 };
 
 class DeviceContext {
@@ -57,7 +61,8 @@ class DeviceContext {
   const DevicePool& pool() const { return *pool_; }
   cudaStream_t upload_stream() const { return upload_stream_; }
 
-  // The next stream to use, round-robin within the priority class. Thread-safe.
+  // The next stream to use, round-robin within the priority class, preferring one that no thread
+  // is enqueuing on at the moment. Lock its `enqueue_mu` while enqueuing. Thread-safe.
   const StreamSlot& NextStream(bool high_priority);
 
   // A timing event from the pool (created on demand). Thread-safe.

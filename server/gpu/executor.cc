@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "gemm/kernel.h"
+#include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/resident.h"
 
@@ -422,11 +423,11 @@ bool Coalescable(const core::WorkItem& item) {
 }  // namespace
 
 Executor::Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier,
-                   Threads threads)
+                   Config config)
     : device_(std::move(device)),
       staging_(staging),
       copier_(copier),
-      threads_{std::max(1, threads.launch), std::max(1, threads.completion)} {}
+      config_{std::max(1, config.launch), std::max(1, config.completion), config.batched_copies} {}
 
 void Executor::HostCopy(std::span<const CopyJob> jobs) {
   if (copier_ != nullptr) {
@@ -446,10 +447,10 @@ void Executor::Start(core::WorkSource* source) {
   // each, the completion thread was the limit when batching (1.2 ms from the GPU finishing to
   // completion; 22.9k req/s) and the launch thread without (~60 us of CUDA calls per unit; 11.4k
   // req/s); 4 launch + 8 completion threads: 30.0k and 17.9k req/s.
-  for (int i = 0; i < threads_.completion; ++i) {
+  for (int i = 0; i < config_.completion; ++i) {
     completers_.emplace_back([this] { CompletionLoop(); });
   }
-  for (int i = 0; i < threads_.launch; ++i) {
+  for (int i = 0; i < config_.launch; ++i) {
     pullers_.emplace_back([this, source] { PullLoop(source); });
   }
 }
@@ -666,6 +667,9 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
 
   // Enqueue: events, H2D, kernels, D2H, free, callback. Once anything is enqueued, the unit is
   // only released by the stream (callback), so buffers the copies read stay valid.
+  // NOTE: under the stream's enqueue lock, so no other unit's work lands in between (the stream's
+  // workspace is shared, and the timing events must bracket this unit's work alone).
+  absl::MutexLock enqueue_lock(u->slot->enqueue_mu.get());
   absl::Status st;
   u->timed = true;
   for (cudaEvent_t& e : u->ev) {
@@ -683,15 +687,17 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
     }
   };
   record(0);
+  std::vector<Copy2D> copies;
+  copies.reserve(std::max(u->ins.size(), u->outs.size()));
   for (const InCopy& in : u->ins) {
-    if (!st.ok()) break;
     const void* src = u->direct || in.pinned
                           ? static_cast<const void*>(in.host)
                           : static_cast<const void*>(u->staging.ptr + in.stage_off);
-    st = CudaStatus(cudaMemcpy2DAsync(u->dev + in.dev_off, in.dpitch, src, in.row_bytes,
-                                      in.row_bytes, in.rows, cudaMemcpyHostToDevice, stream),
-                    "cudaMemcpy2DAsync(H2D)");
+    copies.push_back({u->dev + in.dev_off, static_cast<size_t>(in.dpitch), src,
+                      static_cast<size_t>(in.row_bytes), static_cast<size_t>(in.row_bytes),
+                      static_cast<size_t>(in.rows)});
   }
+  if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyHostToDevice, stream, config_.batched_copies);
   record(1);
   for (const Launch& l : u->launches) {
     if (!st.ok()) break;
@@ -722,16 +728,17 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
     }
   }
   record(2);
+  copies.clear();
   for (const OutCopy& o : u->outs) {
-    if (!st.ok()) break;
     void* dst = o.pinned            ? static_cast<void*>(o.dest)
                 : !u->direct        ? static_cast<void*>(u->staging.ptr + o.stage_off)
                 : o.dest != nullptr ? static_cast<void*>(o.dest)
                                     : static_cast<void*>(u->outputs[o.item][o.output].data.data());
-    st = CudaStatus(cudaMemcpy2DAsync(dst, o.row_bytes, u->dev + o.dev_off, o.dpitch, o.row_bytes,
-                                      o.rows, cudaMemcpyDeviceToHost, stream),
-                    "cudaMemcpy2DAsync(D2H)");
+    copies.push_back({dst, static_cast<size_t>(o.row_bytes), u->dev + o.dev_off,
+                      static_cast<size_t>(o.dpitch), static_cast<size_t>(o.row_bytes),
+                      static_cast<size_t>(o.rows)});
   }
+  if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyDeviceToHost, stream, config_.batched_copies);
   record(3);
   if (!st.ok()) u->timed = false;
   u->status = st;
@@ -776,10 +783,18 @@ void Executor::CompletionLoop() {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
           +[](Executor* e) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return !e->done_queue_.empty() ||
-                   (e->pullers_done_ == e->threads_.launch && e->in_flight_ == 0);
+            return !e->done_queue_.empty() || !e->answers_.empty() ||
+                   (e->pullers_done_ == e->config_.launch && e->in_flight_ == 0);
           },
           this));
+      if (!answers_.empty()) {  // answers first: their GPU work is done, they only wait for us
+        std::function<void()> answer = std::move(answers_.front());
+        answers_.pop_front();
+        mu_.Unlock();
+        answer();
+        mu_.Lock();
+        continue;
+      }
       if (done_queue_.empty()) return;
       u = done_queue_.front();
       done_queue_.pop_front();
@@ -833,20 +848,19 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
     device_->PutEvent(e);
     e = nullptr;
   }
-  const absl::Time now = absl::Now();
   t.launch = u->launch;
-  if (u->gpu_done != absl::Time()) t.completion = now - u->gpu_done;
   t.batch_rows = u->batch_rows;
   t.batch_requests = static_cast<int>(u->items.size());
   t.device = device_->ordinal();
+  std::vector<std::function<void()>> answers;
+  answers.reserve(u->items.size());
   for (size_t i = 0; i < u->items.size(); ++i) {
     // Drop the unit's reference to the item (and so to its resident B) before completing it, so
     // whoever is told "done" sees the memory of a released matrix already returned.
     std::shared_ptr<core::WorkItem> item = std::move(u->items[i]);
     core::DoneCallback done = item->done;
     if (!u->status.ok()) {
-      item.reset();
-      done(u->status);
+      answers.push_back([done = std::move(done), st = u->status] { done(st); });
       continue;
     }
     core::GemmResult r;
@@ -854,9 +868,35 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
     r.kernel = u->kernel_name;
     r.timing = t;
     r.timing.queue = u->released - item->arrival;
-    r.timing.total = now - item->arrival;
-    item.reset();
-    done(std::move(r));
+    // Total and completion are stamped when the answer goes out (after any wait for a thread).
+    answers.push_back([done = std::move(done), r = std::move(r), arrival = item->arrival,
+                       gpu_done = u->gpu_done]() mutable {
+      const absl::Time now = absl::Now();
+      if (gpu_done != absl::Time()) r.timing.completion = now - gpu_done;
+      r.timing.total = now - arrival;
+      done(std::move(r));
+    });
+  }
+  u.reset();
+  if (answers.empty()) return;
+  if (answers.size() > 1) {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 1; i < answers.size(); ++i) answers_.push_back(std::move(answers[i]));
+  }
+  answers[0]();
+  DrainAnswers();
+}
+
+void Executor::DrainAnswers() {
+  for (;;) {
+    std::function<void()> answer;
+    {
+      absl::MutexLock lock(&mu_);
+      if (answers_.empty()) return;
+      answer = std::move(answers_.front());
+      answers_.pop_front();
+    }
+    answer();
   }
 }
 

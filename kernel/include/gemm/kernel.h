@@ -66,7 +66,10 @@ std::string KernelName(KernelKind kind);
 struct LaunchOptions {
   KernelKind kind = KernelKind::kAuto;
   // Device scratch for split-K partials and grouped-problem descriptors; may be null when
-  // WorkspaceBytes() returned 0. Must stay valid until the work on `stream` completes.
+  // WorkspaceBytes() returned 0. Must stay valid until the work on `stream` completes. A call
+  // may enqueue several kernels that pass data through it (the small-M path's fixup): another
+  // call may reuse the same workspace on the same stream only when enqueued after this call
+  // returned, never from another thread in between.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
 };

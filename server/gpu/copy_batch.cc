@@ -1,0 +1,68 @@
+// EnqueueCopies (see copy_batch.h).
+#include "server/gpu/copy_batch.h"
+
+#include <atomic>
+#include <vector>
+
+#include "common/log.h"
+#include "server/gpu/cuda_util.h"
+
+namespace gemm::gpu {
+namespace {
+
+// Set when the driver refused a batch once: every later call copies one by one.
+std::atomic<bool> batch_unsupported{false};
+
+bool Contiguous(const Copy2D& c) {
+  return c.rows <= 1 || (c.spitch == c.width && c.dpitch == c.width);
+}
+
+absl::Status EnqueueOne(const Copy2D& c, cudaMemcpyKind kind, cudaStream_t stream) {
+  return CudaStatus(
+      cudaMemcpy2DAsync(c.dst, c.dpitch, c.src, c.spitch, c.width, c.rows, kind, stream),
+      kind == cudaMemcpyHostToDevice ? "cudaMemcpy2DAsync(H2D)" : "cudaMemcpy2DAsync(D2H)");
+}
+
+}  // namespace
+
+absl::Status EnqueueCopies(std::span<const Copy2D> copies, cudaMemcpyKind kind, cudaStream_t stream,
+                           bool batched) {
+  std::vector<void*> dsts;
+  std::vector<const void*> srcs;
+  std::vector<size_t> sizes;
+  if (batched && !batch_unsupported.load(std::memory_order_relaxed)) {
+    for (const Copy2D& c : copies) {
+      if (!Contiguous(c) || c.width * c.rows == 0) continue;
+      dsts.push_back(c.dst);
+      srcs.push_back(c.src);
+      sizes.push_back(c.width * c.rows);
+    }
+  }
+  // One copy gains nothing from the batch call.
+  if (dsts.size() >= 2) {
+    cudaMemcpyAttributes attr = {};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    size_t attr_index = 0;
+    const cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), dsts.size(),
+                                               &attr, &attr_index, 1, stream);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      if (!batch_unsupported.exchange(true)) {
+        GEMM_LOG(WARNING) << "cudaMemcpyBatchAsync failed (" << cudaGetErrorString(e)
+                          << "); copying one call per copy from now on";
+      }
+      dsts.clear();
+    }
+  } else {
+    dsts.clear();
+  }
+  const bool sent_batch = !dsts.empty();
+  for (const Copy2D& c : copies) {
+    if (sent_batch && Contiguous(c) && c.width * c.rows != 0) continue;
+    if (c.width * c.rows == 0) continue;
+    GPU_RETURN_IF_ERROR(EnqueueOne(c, kind, stream));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gemm::gpu
