@@ -479,7 +479,7 @@ void Executor::PullLoop(core::WorkSource* source) {
     RunBatch(std::move(*batch));
   }
   absl::MutexLock lock(&mu_);
-  ++pullers_done_;
+  if (++pullers_done_ == config_.launch && in_flight_ == 0) work_cv_.SignalAll();  // all exit
 }
 
 void Executor::RunBatch(core::Batch batch) {
@@ -772,6 +772,7 @@ void Executor::HostCallback(void* unit) {
 void Executor::Enqueued(Unit* unit) {
   absl::MutexLock lock(&mu_);
   done_queue_.push_back(unit);
+  work_cv_.Signal();
 }
 
 void Executor::CompletionLoop() {
@@ -781,12 +782,13 @@ void Executor::CompletionLoop() {
     Unit* u = nullptr;
     {
       absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](Executor* e) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-            return !e->done_queue_.empty() || !e->answers_.empty() ||
-                   (e->pullers_done_ == e->config_.launch && e->in_flight_ == 0);
-          },
-          this));
+      // NOTE: a CondVar signalled per queued unit or answer wakes one thread; mu_.Await() had
+      // every unlock of mu_ (launch threads count units in flight under it) re-check the
+      // condition of all eight waiting threads.
+      while (done_queue_.empty() && answers_.empty() &&
+             !(pullers_done_ == config_.launch && in_flight_ == 0)) {
+        work_cv_.Wait(&mu_);
+      }
       if (!answers_.empty()) {  // answers first: their GPU work is done, they only wait for us
         std::function<void()> answer = std::move(answers_.front());
         answers_.pop_front();
@@ -801,7 +803,7 @@ void Executor::CompletionLoop() {
     }
     Complete(std::unique_ptr<Unit>(u));
     absl::MutexLock lock(&mu_);
-    --in_flight_;
+    if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
   }
 }
 
@@ -881,7 +883,10 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
   if (answers.empty()) return;
   if (answers.size() > 1) {
     absl::MutexLock lock(&mu_);
-    for (size_t i = 1; i < answers.size(); ++i) answers_.push_back(std::move(answers[i]));
+    for (size_t i = 1; i < answers.size(); ++i) {
+      answers_.push_back(std::move(answers[i]));
+      work_cv_.Signal();
+    }
   }
   answers[0]();
   DrainAnswers();

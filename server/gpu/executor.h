@@ -90,6 +90,7 @@ class Executor {
   mutable absl::Mutex mu_;
   std::deque<Unit*> done_queue_ ABSL_GUARDED_BY(mu_);
   std::deque<std::function<void()>> answers_ ABSL_GUARDED_BY(mu_);
+  absl::CondVar work_cv_;  // signalled when done_queue_ or answers_ grows, or all work is over
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   int pullers_done_ ABSL_GUARDED_BY(mu_) = 0;
   bool started_ = false;
