@@ -110,7 +110,7 @@ struct Timing {
   // Host time spent planning and enqueuing the GPU work of the unit this request ran in
   // (includes copying request bytes into staging).
   absl::Duration launch;
-  // From the unit's GPU work finishing (stream callback) to its results being ready.
+  // From the unit's GPU work finishing (stream callback) to this request's answer going out.
   absl::Duration completion;
   int64_t batch_rows = 0;
   int batch_requests = 1;
