@@ -9,7 +9,7 @@
 # reports, server logs and a summary (summary.txt) under $OUT (default /tmp/gemm-multi-gpu).
 set -uo pipefail
 # EXTRA: more loadgen flags for every load, e.g. EXTRA=--shm (operands and outputs through a
-# registered shared-memory region instead of the gRPC messages).
+# registered shared-memory region instead of the gRPC messages). SERVER_FLAGS: more server flags.
 OUT=${OUT:-/tmp/gemm-multi-gpu}
 mkdir -p "$OUT"
 WINDOW=${WINDOW:-2}
@@ -20,7 +20,7 @@ start_server() {  # start_server NAME DEVICES FLAGS...
   shift 2
   port=$((port + 1))
   CUDA_VISIBLE_DEVICES=$devices gemm_server --backend=cuda --host=127.0.0.1 --port=$port \
-    --metrics_port=0 --replicate_resident "$@" >"$OUT/server-$name.log" 2>&1 &
+    --metrics_port=0 --replicate_resident ${SERVER_FLAGS:-} "$@" >"$OUT/server-$name.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 300); do
     gemm_client --target=127.0.0.1:$port info >"$OUT/info-$name.json" 2>/dev/null && return 0
