@@ -697,7 +697,9 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
                       static_cast<size_t>(in.row_bytes), static_cast<size_t>(in.row_bytes),
                       static_cast<size_t>(in.rows)});
   }
-  if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyHostToDevice, stream, config_.batched_copies);
+  // Pageable memory (the direct path) keeps one call per copy.
+  const bool batched = config_.batched_copies && !u->direct;
+  if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyHostToDevice, stream, batched);
   record(1);
   for (const Launch& l : u->launches) {
     if (!st.ok()) break;
@@ -738,7 +740,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
                       static_cast<size_t>(o.dpitch), static_cast<size_t>(o.row_bytes),
                       static_cast<size_t>(o.rows)});
   }
-  if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyDeviceToHost, stream, config_.batched_copies);
+  if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyDeviceToHost, stream, batched);
   record(3);
   if (!st.ok()) u->timed = false;
   u->status = st;
