@@ -63,8 +63,8 @@ ABSL_FLAG(int32_t, streams_per_device, 4, "CUDA: streams per GPU.");
 ABSL_FLAG(int32_t, launch_threads_per_device, 4,
           "CUDA: threads per GPU that pull batches and enqueue their GPU work.");
 ABSL_FLAG(bool, batched_copies, true,
-          "CUDA: submit a unit's contiguous host<->device copies with one cudaMemcpyBatchAsync "
-          "call each way instead of one call per copy.");
+          "CUDA: submit a unit's contiguous copies to and from pinned host memory with one "
+          "cudaMemcpyBatchAsync call each way instead of one call per copy.");
 ABSL_FLAG(int32_t, completion_threads_per_device, 8,
           "CUDA: threads per GPU that complete finished work and answer the requests.");
 ABSL_FLAG(bool, replicate_resident, false, "CUDA: place resident matrices on every GPU.");

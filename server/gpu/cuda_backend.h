@@ -31,8 +31,9 @@ struct CudaBackendOptions {
   int launch_threads_per_device = 4;
   // Threads per GPU that complete finished work (answer the requests). Default 8.
   int completion_threads_per_device = 8;
-  // Submit a unit's contiguous host<->device copies with one cudaMemcpyBatchAsync call each way
-  // (else one cudaMemcpy2DAsync per copy). Default true.
+  // Submit a unit's contiguous copies to and from pinned host memory (staging, registered shared
+  // memory) with one cudaMemcpyBatchAsync call each way (else one cudaMemcpy2DAsync per copy).
+  // Default true.
   bool batched_copies = true;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
