@@ -7,23 +7,13 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/gemm-decode-threads}
 mkdir -p "$OUT"
-run() {  # run NAME SERVER_FLAGS...
+# shellcheck source=lib/decode_run.sh
+source "$(dirname "$0")/lib/decode_run.sh"
+run() {  # run NAME SERVER_FLAGS... (loadgen extras in $LG)
   local name=$1
   shift
-  CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 --port=50400 \
-    --metrics_port=0 --self_test=false "$@" >"$OUT/server-$name.log" 2>&1 &
-  local pid=$!
-  for _ in $(seq 300); do
-    gemm_client --target=127.0.0.1:50400 info >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-  timeout 60 gemm_loadgen --target=127.0.0.1:50400 --warmup_s=1 --window_s=2 --max_windows=3 \
-    --progress=off --shm --shapes=16x8192x8192 --b=resident --b_layout=nk --concurrency=64 \
-    --channels=8 --verify_fraction=0.01 --json="$OUT/$name.json" ${LG:-} >"$OUT/$name.txt" 2>&1
-  kill -TERM $pid
-  wait $pid
-  echo "== $name $*"
-  grep -A2 "^point" "$OUT/$name.txt" | grep -v "^point\|^--\|^server"
+  # shellcheck disable=SC2086
+  decode_run "$name" --shapes=16x8192x8192 --verify_fraction=0.01 ${LG:-} -- "$@"
 }
 for t in "1 1" "2 4" "4 8"; do
   set -- $t

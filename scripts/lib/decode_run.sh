@@ -1,0 +1,25 @@
+# Shared by the decode scripts (source it; needs $OUT): decode_run NAME LOADGEN_FLAGS... --
+# SERVER_FLAGS... starts gemm_server on GPU 0 (port 50400, no self-test), runs one closed-loop
+# gemm_loadgen point (resident [N,K] B over --shm, 64 callers, 8 channels) against it, stops the
+# server and prints the point's two table rows. Reports: $OUT/NAME.{json,txt}, server-NAME.log.
+decode_run() {
+  local name=$1
+  shift
+  local lg=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do lg+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 --port=50400 \
+    --metrics_port=0 --self_test=false "$@" >"$OUT/server-$name.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 300); do
+    gemm_client --target=127.0.0.1:50400 info >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  timeout 90 gemm_loadgen --target=127.0.0.1:50400 --warmup_s=1 --window_s=2 --max_windows=3 \
+    --progress=off --shm --b=resident --b_layout=nk --concurrency=64 --channels=8 \
+    --json="$OUT/$name.json" "${lg[@]}" >"$OUT/$name.txt" 2>&1
+  kill -TERM $pid
+  wait $pid
+  echo "== $name | loadgen ${lg[*]} | server $*"
+  grep -A4 "^point" "$OUT/$name.txt" | grep -v "^point\|^--\|^server"
+}
