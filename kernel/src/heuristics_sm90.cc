@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "sm90/sm90_split.h"
+
 namespace gemm::kernel::sm90 {
 namespace {
 
@@ -67,6 +69,23 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
     best.group_m = 2048 / best.block_m;
     best.stages = MaxStages(best.block_m, best.block_n, q.fp32_out, smem_limit);
     return best;
+  }
+  // NOTE: two 128-row tiles (128 < M <= 256: e.g. a coalesced batch of 9-16 decode requests) with
+  // at most half a wave of 128x256 cluster tiles: 128x256 tiles in 2-CTA clusters, whose tail
+  // split hands every SM half the K of a wide tile. The wave-count model below picks 128x128
+  // clusters there, each running the whole K. Measured on H200 (gemm_bench, N = K = 8192, both
+  // layouts): 72-77 us vs 57-60 us at M = 144-256; M <= 128 keeps 128x128 (44-45 us vs 47-50).
+  if (q.tiles_hint == 0 && q.batch <= 1 && q.m > 128 && q.m <= 256) {
+    const int64_t wide_clusters = CeilDiv(q.n, 256);
+    const int64_t k_blocks = CeilDiv(q.k, 64);
+    if (2 * wide_clusters <= sm_count / 2 && k_blocks >= 2 * kMinSplitKBlocks) {
+      best.block_m = 128;
+      best.block_n = 256;
+      best.cluster_m = 2;
+      best.group_m = std::max(1, 2048 / (best.block_m * best.cluster_m));
+      best.stages = MaxStages(best.block_m, best.block_n, q.fp32_out, smem_limit);
+      return best;
+    }
   }
   double best_time = -1.0;
   // Candidates in order of preference on ties: 128x256, 256x128, 128x128.

@@ -65,6 +65,23 @@ TEST(HeuristicsSm90, NarrowTilesWhenWideOnesLeaveSmsIdle) {
   EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 128);
 }
 
+TEST(HeuristicsSm90, TwoRowTilesUseWideClustersSplitAlongK) {
+  // 128 < M <= 256 over N = 8192: 32 clusters of 128x256 (half a wave, split K in two), not 64
+  // clusters of 128x128 each running the whole K.
+  for (int64_t m : {129, 144, 160, 256}) {
+    ShapeQuery q;
+    q.m = m, q.n = 8192, q.k = 8192;
+    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+    EXPECT_EQ(cfg.block_m, 128) << m;
+    EXPECT_EQ(cfg.block_n, 256) << m;
+    EXPECT_EQ(cfg.cluster_m, 2) << m;
+  }
+  // One row of tiles keeps 128x128 (measured faster there: 44-45 us vs 47-50).
+  ShapeQuery one;
+  one.m = 128, one.n = 8192, one.k = 8192;
+  EXPECT_EQ(ChooseConfig(one, kH100Sms, kSmemOptin).block_n, 128);
+}
+
 TEST(HeuristicsSm90, TileCount) {
   ShapeQuery q;
   q.m = 129, q.n = 257, q.k = 1, q.batch = 3;
