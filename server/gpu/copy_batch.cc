@@ -27,39 +27,37 @@ absl::Status EnqueueOne(const Copy2D& c, cudaMemcpyKind kind, cudaStream_t strea
 
 absl::Status EnqueueCopies(std::span<const Copy2D> copies, cudaMemcpyKind kind, cudaStream_t stream,
                            bool batched) {
+  auto batchable = [](const Copy2D& c) { return c.width * c.rows != 0 && Contiguous(c); };
   std::vector<void*> dsts;
   std::vector<const void*> srcs;
   std::vector<size_t> sizes;
   if (batched && !batch_unsupported.load(std::memory_order_relaxed)) {
     for (const Copy2D& c : copies) {
-      if (!Contiguous(c) || c.width * c.rows == 0) continue;
+      if (!batchable(c)) continue;
       dsts.push_back(c.dst);
       srcs.push_back(c.src);
       sizes.push_back(c.width * c.rows);
     }
   }
   // One copy gains nothing from the batch call.
+  bool sent_batch = false;
   if (dsts.size() >= 2) {
     cudaMemcpyAttributes attr = {};
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
     size_t attr_index = 0;
     const cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), dsts.size(),
                                                &attr, &attr_index, 1, stream);
-    if (e != cudaSuccess) {
+    sent_batch = e == cudaSuccess;
+    if (!sent_batch) {
       (void)cudaGetLastError();
       if (!batch_unsupported.exchange(true)) {
         GEMM_LOG(WARNING) << "cudaMemcpyBatchAsync failed (" << cudaGetErrorString(e)
                           << "); copying one call per copy from now on";
       }
-      dsts.clear();
     }
-  } else {
-    dsts.clear();
   }
-  const bool sent_batch = !dsts.empty();
   for (const Copy2D& c : copies) {
-    if (sent_batch && Contiguous(c) && c.width * c.rows != 0) continue;
-    if (c.width * c.rows == 0) continue;
+    if (c.width * c.rows == 0 || (sent_batch && batchable(c))) continue;
     GPU_RETURN_IF_ERROR(EnqueueOne(c, kind, stream));
   }
   return absl::OkStatus();
