@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/gemm_client.h"
+#include "common/abseil_runtime.h"
 #include "common/bf16.h"
 #include "common/npy.h"
 #include "common/reference_gemm.h"
@@ -282,6 +283,7 @@ int RunRegister(GemmClient& client) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gemm::DisableMutexDeadlockDetection();
   absl::SetProgramUsageMessage(
       "gemm_client [gemm|register|list|release|info] [flags]: call gemm-service.");
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);

@@ -18,6 +18,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/abseil_runtime.h"
 #include "common/log.h"
 #include "server/core/engine.h"
 #include "server/core/metrics.h"
@@ -244,6 +245,7 @@ int Run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gemm::DisableMutexDeadlockDetection();
   absl::SetProgramUsageMessage("gemm_server: BF16 GEMM over gRPC. See --helpfull.");
   absl::ParseCommandLine(argc, argv);
   if (absl::GetFlag(FLAGS_reuse_large_buffers)) {

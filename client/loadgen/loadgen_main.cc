@@ -31,6 +31,7 @@
 #include "client/loadgen/report.h"
 #include "client/loadgen/runner.h"
 #include "client/loadgen/workload.h"
+#include "common/abseil_runtime.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server(s): comma-separated gRPC targets (host:port, dns:///name:port, ...); requests "
@@ -194,6 +195,7 @@ std::string DescribeDevices(const gemm::v1::ServerInfo& info) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  gemm::DisableMutexDeadlockDetection();
   absl::SetProgramUsageMessage(
       "Load generator for gemm.v1.GemmService.\n"
       "  gemm_loadgen --target=localhost:50051 --shapes=64x64x64 --concurrency=1:16:x2\n"
