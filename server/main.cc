@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "common/abseil_runtime.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "server/core/engine.h"
 #include "server/core/metrics.h"
 #include "server/cpu/cpu_backend.h"
@@ -216,6 +217,7 @@ int Run(const Options& o) {
   // Periodic gauges (pools, resident bytes, serving kernel) until shutdown.
   std::atomic<bool> stop_gauges{false};
   std::thread gauges([&] {
+    gemm::SetCurrentThreadName("gemm-gauges");
     while (!stop_gauges.load()) {
       m->SetResidentMatrices((*engine)->registry().List().size(),
                              (*engine)->registry().resident_bytes());

@@ -28,6 +28,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 
 namespace gemm::core {
 namespace {
@@ -250,7 +251,10 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
       new MetricsHttpServer(listener.release(), wake.release(), bound_port, std::move(render)));
   // NOTE: std::thread reports failure by throwing; turn it into a Status here.
   try {
-    server->thread_ = std::thread([s = server.get()] { s->Serve(); });
+    server->thread_ = std::thread([s = server.get()] {
+      SetCurrentThreadName("gemm-metrics");
+      s->Serve();
+    });
   } catch (const std::system_error& e) {
     return absl::UnavailableError(absl::StrCat("metrics: cannot start thread: ", e.what()));
   }

@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "server/cpu/cpu_gemm.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -84,6 +85,7 @@ class CpuBackend final : public core::Backend {
     openblas_set_num_threads(options_.blas_threads);
     for (int i = 0; i < std::max(1, options_.workers); ++i) {
       threads_.emplace_back([this, source] {
+        SetCurrentThreadName("gemm-cpu");
         while (auto batch = source->Next(-1)) Run(*batch);
       });
     }

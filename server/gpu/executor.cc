@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "gemm/kernel.h"
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
@@ -448,10 +449,16 @@ void Executor::Start(core::WorkSource* source) {
   // completion; 22.9k req/s) and the launch thread without (~60 us of CUDA calls per unit; 11.4k
   // req/s); 4 launch + 8 completion threads: 30.0k and 17.9k req/s.
   for (int i = 0; i < config_.completion; ++i) {
-    completers_.emplace_back([this] { CompletionLoop(); });
+    completers_.emplace_back([this] {
+      SetCurrentThreadName(absl::StrCat("gemm-done-", device_->ordinal()));
+      CompletionLoop();
+    });
   }
   for (int i = 0; i < config_.launch; ++i) {
-    pullers_.emplace_back([this, source] { PullLoop(source); });
+    pullers_.emplace_back([this, source] {
+      SetCurrentThreadName(absl::StrCat("gemm-launch-", device_->ordinal()));
+      PullLoop(source);
+    });
   }
 }
 

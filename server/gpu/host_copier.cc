@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/thread_name.h"
+
 namespace gemm::gpu {
 namespace {
 
@@ -51,7 +53,11 @@ struct HostCopier::Call {
 };
 
 HostCopier::HostCopier(int threads) {
-  for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 0; i < threads; ++i)
+    workers_.emplace_back([this] {
+      SetCurrentThreadName("gemm-hostcopy");
+      WorkerLoop();
+    });
 }
 
 HostCopier::~HostCopier() {

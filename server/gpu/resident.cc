@@ -5,11 +5,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/thread_name.h"
 #include "server/gpu/cuda_util.h"
 
 namespace gemm::gpu {
 
-TaskThread::TaskThread() : thread_([this] { Loop(); }) {}
+TaskThread::TaskThread()
+    : thread_([this] {
+        SetCurrentThreadName("gemm-upload");
+        Loop();
+      }) {}
 
 TaskThread::~TaskThread() {
   {
