@@ -69,6 +69,9 @@ ABSL_FLAG(bool, batched_copies, true,
           "cudaMemcpyBatchAsync call each way instead of one call per copy.");
 ABSL_FLAG(int32_t, completion_threads_per_device, 8,
           "CUDA: threads per GPU that complete finished work and answer the requests.");
+ABSL_FLAG(int32_t, max_units_in_flight_per_device, 0,
+          "CUDA: a GPU pulls more work from the queue only while fewer units (kernel-call groups: "
+          "a coalesced batch or a request) than this are in flight on it; 0: no bound.");
 ABSL_FLAG(bool, replicate_resident, false, "CUDA: place resident matrices on every GPU.");
 ABSL_FLAG(bool, self_test, true, "CUDA: self-test the kernel against cuBLASLt at start-up.");
 ABSL_FLAG(
@@ -126,6 +129,7 @@ Options OptionsFromFlags() {
   o.cuda.launch_threads_per_device = absl::GetFlag(FLAGS_launch_threads_per_device);
   o.cuda.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);
   o.cuda.batched_copies = absl::GetFlag(FLAGS_batched_copies);
+  o.cuda.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
   o.cuda.self_test = absl::GetFlag(FLAGS_self_test);
 #endif

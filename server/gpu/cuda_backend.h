@@ -31,6 +31,9 @@ struct CudaBackendOptions {
   int launch_threads_per_device = 4;
   // Threads per GPU that complete finished work (answer the requests). Default 8.
   int completion_threads_per_device = 8;
+  // A GPU's launch threads pull more work only while fewer units than this are in flight on it
+  // (0: no bound); keeps work in the shared queue, where the least busy GPU takes it.
+  int max_units_in_flight_per_device = 0;
   // Submit a unit's contiguous copies to and from pinned host memory (staging, registered shared
   // memory) with one cudaMemcpyBatchAsync call each way (else one cudaMemcpy2DAsync per copy).
   // Default true.

@@ -428,7 +428,8 @@ Executor::Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, 
     : device_(std::move(device)),
       staging_(staging),
       copier_(copier),
-      config_{std::max(1, config.launch), std::max(1, config.completion), config.batched_copies} {}
+      config_{std::max(1, config.launch), std::max(1, config.completion), config.batched_copies,
+              std::max(0, config.max_in_flight)} {}
 
 void Executor::HostCopy(std::span<const CopyJob> jobs) {
   if (copier_ != nullptr) {
@@ -481,8 +482,22 @@ void Executor::PullLoop(core::WorkSource* source) {
   absl::Status st = CudaStatus(cudaSetDevice(device_->ordinal()), "cudaSetDevice");
   if (!st.ok()) GEMM_LOG(ERROR) << "executor for device " << device_->ordinal() << ": " << st;
   while (true) {
+    if (config_.max_in_flight > 0) {
+      // Hold a slot (pulling_) from here until RunBatch counts the batch's units, so launch
+      // threads pulling at once cannot overshoot the bound between them.
+      absl::MutexLock lock(&mu_);
+      while (in_flight_ + pulling_ >= config_.max_in_flight) slot_cv_.Wait(&mu_);
+      ++pulling_;
+    }
     std::optional<core::Batch> batch = source->Next(device_->ordinal());
-    if (!batch.has_value()) break;
+    if (!batch.has_value()) {
+      if (config_.max_in_flight > 0) {
+        absl::MutexLock lock(&mu_);
+        --pulling_;
+        slot_cv_.SignalAll();  // the others waiting for a slot must see the end too
+      }
+      break;
+    }
     RunBatch(std::move(*batch));
   }
   absl::MutexLock lock(&mu_);
@@ -533,12 +548,17 @@ void Executor::RunBatch(core::Batch batch) {
     u->items.push_back(std::move(item));
     units.push_back(std::move(u));
   }
+  {
+    // The batch's units take over the slot its launch thread held while pulling it.
+    absl::MutexLock lock(&mu_);
+    in_flight_ += static_cast<int64_t>(units.size());
+    if (config_.max_in_flight > 0) {
+      --pulling_;
+      slot_cv_.Signal();  // an empty batch (all items dropped) frees its slot
+    }
+  }
   for (auto& u : units) {
     u->released = batch.released;
-    {
-      absl::MutexLock lock(&mu_);
-      ++in_flight_;
-    }
     RunUnit(std::move(u));
   }
 }
@@ -812,6 +832,7 @@ void Executor::CompletionLoop() {
     }
     Complete(std::unique_ptr<Unit>(u));
     absl::MutexLock lock(&mu_);
+    slot_cv_.Signal();
     if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
   }
 }

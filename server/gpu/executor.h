@@ -37,6 +37,11 @@ class Executor {
     int launch = 4;              // threads pulling batches and enqueuing their GPU work (>= 1)
     int completion = 8;          // threads completing finished units and answering requests (>= 1)
     bool batched_copies = true;  // a unit's contiguous copies in one cudaMemcpyBatchAsync
+    // A launch thread pulls its next batch only while fewer units than this are in flight on
+    // the device (pulled and not completed; a batch being pulled counts as one), so work waits
+    // in the batcher, where any device (and more coalescing) can take it, instead of queuing on
+    // one GPU's streams. 0: no bound.
+    int max_in_flight = 0;
   };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.
@@ -92,6 +97,8 @@ class Executor {
   std::deque<std::function<void()>> answers_ ABSL_GUARDED_BY(mu_);
   absl::CondVar work_cv_;  // signalled when done_queue_ or answers_ grows, or all work is over
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int pulling_ ABSL_GUARDED_BY(mu_) = 0;  // launch threads holding a slot for the batch they pull
+  absl::CondVar slot_cv_;                 // signalled when a unit completes (in_flight_ drops)
   int pullers_done_ ABSL_GUARDED_BY(mu_) = 0;
   bool started_ = false;
 };

@@ -2,7 +2,9 @@
 // request kind and both B layouts against a float64 CPU reference, coalesced batches against a
 // resident 8192x8192 B, pool accounting back to idle, out-of-memory isolation, and the
 // self-test fallback. Skipped at run time without a GPU.
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,7 +42,8 @@ struct Harness {
   FakeSource source;
   bool stopped = false;
 
-  explicit Harness(CudaBackendOptions options) {
+  explicit Harness(CudaBackendOptions options, std::function<void()> before_next = nullptr) {
+    source.before_next = std::move(before_next);
     auto b = CreateCudaBackend(options);
     EXPECT_TRUE(b.ok()) << b.status();
     if (!b.ok()) return;
@@ -334,6 +337,70 @@ TEST_F(EngineTest, LaunchThreadsSharingOneStreamNeverInterleaveUnits) {
     }
   }
   EXPECT_EQ(wrong, 0) << "of " << kRequests;
+}
+
+// Queues 48 GPU-heavy requests for device 0 at once (resident 28672x8192 B, M=256: ~0.2 ms of
+// tensor work and 14 MiB of result per 4 MiB of A), each its own unit, with
+// `max_units_in_flight_per_device` = `bound`; returns the most requests that were handed to the
+// device and not yet answered whenever one of its 4 launch threads asked for more work.
+int64_t MaxAheadOfAnswers(int bound, absl::BitGen& gen) {
+  std::atomic<int64_t> answered{0};
+  std::atomic<int64_t> most{0};
+  std::atomic<FakeSource*> source{nullptr};  // set once the harness exists
+  CudaBackendOptions o = FastOptions();
+  o.launch_threads_per_device = 4;
+  o.max_units_in_flight_per_device = bound;
+  o.staging_bytes = 1024 << 20;
+  Harness h(o, [&] {
+    FakeSource* s = source.load();
+    if (s == nullptr) return;  // launch threads start asking before the harness is built
+    const int64_t ahead = s->pulled.load() - answered.load();
+    int64_t m = most.load();
+    while (ahead > m && !most.compare_exchange_weak(m, ahead)) {
+    }
+  });
+  source = &h.source;  // before any request is pushed
+  EXPECT_NE(h.backend, nullptr);
+  if (h.backend == nullptr) return -1;
+  const int64_t N = 28672, K = 8192, M = 256;
+  auto w = Register(*h.backend, "w", N, K, core::BLayout::kNK, RandomBf16Bytes(N * K, gen), {0});
+  EXPECT_TRUE(w.ok()) << w.status();
+  if (!w.ok()) return -1;
+  const std::string a = RandomBf16Bytes(M * K, gen);
+  constexpr int kRequests = 48;
+  std::vector<Outcome> outs(kRequests);
+  for (int i = 0; i < kRequests; ++i) {
+    core::Problem p = MakeProblem(M, N, K, core::BLayout::kNK, core::DType::kBF16);
+    p.b_resident = *w;
+    p.b_handle = "w";
+    p.a = a;
+    core::GemmRequest r;
+    r.problems = {p};
+    auto item = MakeItem(std::move(r), &outs[i]);
+    item->done = [inner = item->done, &answered](absl::StatusOr<core::GemmResult> res) {
+      answered.fetch_add(1);
+      inner(std::move(res));
+    };
+    h.source.Push(MakeBatch({item}), 0);
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    EXPECT_TRUE(outs[i].done.WaitForNotificationWithTimeout(kWait)) << i;
+    EXPECT_TRUE(outs[i].result.ok()) << outs[i].result.status();
+  }
+  h.Stop();
+  return most.load();
+}
+
+TEST_F(EngineTest, LaunchThreadsPullOnlyWhileUnitsInFlightAreUnderTheBound) {
+  // Without a bound the launch threads run ahead of the GPU (the test's premise: if they did not,
+  // it could not tell the bound apart from no bound).
+  const int64_t unbounded = MaxAheadOfAnswers(0, gen_);
+  EXPECT_GT(unbounded, 2) << "the load never got ahead of the GPU";
+  const int64_t bounded = MaxAheadOfAnswers(2, gen_);
+  EXPECT_GE(bounded, 1);
+  EXPECT_LE(bounded, 2);
+  GTEST_LOG_(INFO) << "requests handed to the device and not answered, at most: " << unbounded
+                   << " without a bound, " << bounded << " with max_units_in_flight_per_device=2";
 }
 
 TEST_F(EngineTest, PoolReturnsToIdleAfterConcurrentLoad) {

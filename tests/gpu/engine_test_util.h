@@ -2,8 +2,10 @@
 // WorkItems whose results can be awaited, resident-matrix registration and the float64 check.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +27,11 @@ namespace gemm::gpu::testing {
 // given); Shutdown() makes Next() return nullopt once drained. Thread-safe.
 class FakeSource : public core::WorkSource {
  public:
+  // Called at the start of every Next() (set before the backend starts).
+  std::function<void()> before_next;
+  // Batches handed out so far.
+  std::atomic<int64_t> pulled{0};
+
   void Push(core::Batch batch, int device = -1) {
     absl::MutexLock lock(&mu_);
     batch.released = absl::Now();
@@ -35,12 +42,14 @@ class FakeSource : public core::WorkSource {
     shutdown_ = true;
   }
   std::optional<core::Batch> Next(int device) override {
+    if (before_next) before_next();
     absl::MutexLock lock(&mu_);
     while (true) {
       for (auto it = queue_.begin(); it != queue_.end(); ++it) {
         if (it->first < 0 || it->first == device) {
           core::Batch b = std::move(it->second);
           queue_.erase(it);
+          pulled.fetch_add(1);
           return b;
         }
       }
