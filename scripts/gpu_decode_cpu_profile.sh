@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Where the host CPU goes under the decode load (resident 8192x8192 [N,K], M=16, 64 callers,
+# GemmStream, --shm, 8 channels; --max_queue_delay_us=25), run ON THE GPU MACHINE from a device
+# bundle with gemm_server, gemm_client, gemm_loadgen and (optionally) perf on PATH:
+#   ../shared/tools/device-bundle.sh .device-bundle build/server/gemm_server \
+#       build/client/gemm_client build/client/loadgen/gemm_loadgen /usr/bin/perf
+# Prints per-thread-name CPU of the server and of the load generator over 2 s of the steady
+# load, then (if perf runs here) a 2 s perf profile of the server by thread and library.
+# Server flags: SERVER_FLAGS. Allocator experiments: PRELOAD=/path/libjemalloc.so.2 goes into
+# LD_PRELOAD of both processes. Reports under $OUT (default /tmp/gemm-decode-cpu).
+set -uo pipefail
+OUT=${OUT:-/tmp/gemm-decode-cpu}
+mkdir -p "$OUT"
+# shellcheck source=lib/thread_cpu.sh
+source "$(dirname "$0")/lib/thread_cpu.sh"
+export LD_PRELOAD=${PRELOAD:-}
+gemm_server --backend=cuda --host=127.0.0.1 --port=50400 --metrics_port=0 --self_test=false \
+  --max_queue_delay_us=25 ${SERVER_FLAGS:-} >"$OUT/server.log" 2>&1 &
+pid=$!
+for _ in $(seq 300); do
+  gemm_client --target=127.0.0.1:50400 info >/dev/null 2>&1 && break
+  sleep 0.2
+done
+gemm_loadgen --target=127.0.0.1:50400 --warmup_s=1 --window_s=2 --max_windows=4 \
+  --stable_windows=4 --progress=off --shm --b=resident --b_layout=nk --concurrency=64 \
+  --channels=8 --rpc=stream --streams_per_channel=8 --shapes=16x8192x8192 \
+  --verify_fraction=0.01 >"$OUT/load.txt" 2>&1 &
+lpid=$!
+sleep 2.5
+{ echo "== gemm_server threads"; thread_cpu $pid 2; } >"$OUT/cpu-server.txt" &
+tp=$!
+{ echo "== gemm_loadgen threads"; thread_cpu "$(pgrep -n gemm_loadgen)" 2; } >"$OUT/cpu-loadgen.txt"
+wait $tp
+if command -v perf >/dev/null; then
+  perf record -F 1999 -g -o "$OUT/perf.data" -p $pid -- sleep 2 >"$OUT/perf-record.log" 2>&1
+fi
+wait $lpid
+kill -TERM $pid
+wait $pid
+cat "$OUT/cpu-server.txt" "$OUT/cpu-loadgen.txt"
+grep -A4 "^point" "$OUT/load.txt"
+if [ -s "$OUT/perf.data" ]; then
+  perf report -i "$OUT/perf.data" --stdio --no-children --sort comm,dso 2>/dev/null |
+    grep -E "^ +[0-9.]+%" | head -40 | tee "$OUT/perf-by-thread-and-library.txt"
+fi
