@@ -54,6 +54,10 @@ ABSL_FLAG(double, deadline_ms, 0, "Per-request deadline in ms (0: none beyond --
 ABSL_FLAG(std::string, rpc, "unary", "unary (Gemm) or stream (GemmStream)");
 ABSL_FLAG(int, channels, 1, "gRPC channels (connections) per target");
 ABSL_FLAG(int, streams_per_channel, 1, "GemmStream streams per channel (--rpc=stream)");
+ABSL_FLAG(std::string, client_api, "callback",
+          "callback (requests sent and answered on gRPC's callback threads) or sync (closed loop "
+          "only: one thread per caller making blocking calls; with --rpc=stream each caller owns "
+          "one GemmStream, and --streams_per_channel does not apply)");
 ABSL_FLAG(std::string, kernel, "", "GemmRequest.kernel: '' (server's choice) or a kernel name");
 ABSL_FLAG(bool, shm, false,
           "Pass A (and inline B) and receive D through a POSIX shared-memory region registered on "
@@ -161,6 +165,9 @@ absl::StatusOr<gemm::loadgen::WorkloadSpec> WorkloadFromFlags() {
   auto stream = gemm::loadgen::ParseStreaming(absl::GetFlag(FLAGS_rpc));
   if (!stream.ok()) return stream.status();
   w.streaming = *stream;
+  auto sync = gemm::loadgen::ParseSyncCallers(absl::GetFlag(FLAGS_client_api));
+  if (!sync.ok()) return sync.status();
+  w.sync_callers = *sync;
   const double deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   if (deadline_ms < 0) return absl::InvalidArgumentError("--deadline_ms must be >= 0");
   w.deadline_us = static_cast<int64_t>(deadline_ms * 1000);
@@ -217,6 +224,11 @@ int main(int argc, char** argv) {
         "give --concurrency (closed loop) or --rate (open loop), not both"));
   }
   const bool open_loop = !rate_flag.empty();
+  if (open_loop && workload->sync_callers) {
+    return Fail(
+        absl::InvalidArgumentError("--client_api=sync is closed loop only (a thread per caller); "
+                                   "drop --rate or use callback"));
+  }
   absl::StatusOr<std::vector<double>> levels =
       gemm::loadgen::ParseSweep(open_loop ? rate_flag : (conc_flag.empty() ? "1" : conc_flag));
   if (!levels.ok()) return Fail(levels.status());

@@ -471,6 +471,7 @@ std::string FormatJson(const Report& report) {
                   ", \"rpc\": ", JsonString(w.streaming ? "stream" : "unary"),
                   ", \"channels\": ", w.channels,
                   ", \"streams_per_channel\": ", w.streams_per_channel,
+                  ", \"client_api\": ", JsonString(w.sync_callers ? "sync" : "callback"),
                   ", \"kernel\": ", JsonString(w.kernel), "},\n");
   absl::StrAppend(&o, "  \"measurement\": {\"warmup_s\": ", JsonNumber(info.warmup_s),
                   ", \"window_s\": ", JsonNumber(info.window_s),

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <system_error>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -111,6 +112,16 @@ class Runner::Impl {
   void PrepareVerification(ShapeData& s);
   bool Verify(const ShapeData& s, const v1::GemmResponse& resp, std::string* why) const;
   void DispatchLoop(double level);
+  // Closed loop with --client_api=sync: runs `callers` SyncCaller threads until the point ends.
+  void RunSyncCallers(int64_t callers);
+  // One blocking caller: sends a request, waits for its answer, records it, repeats until
+  // sync_stop_. Streaming: over its own GemmStream, reopened after a failure.
+  void SyncCaller(int caller);
+  // Draws `c`'s shape and verify decision, and its request id when streaming.
+  // Caller holds issue_mu_.
+  void PickLocked(Call* c);
+  // The gRPC deadline of a request sent now.
+  std::chrono::system_clock::time_point Deadline() const;
   // Sends one request. `claimed`: the caller already counted it in outstanding_ (TryClaim).
   // Thread-safe: runs on the dispatcher and, closed loop, on gRPC's callback threads.
   void Issue(int64_t intended_ns, bool claimed);
@@ -165,6 +176,7 @@ class Runner::Impl {
   std::atomic<int64_t> inline_limit_{0};
   std::atomic<int64_t> issued_{0};
   std::atomic<int64_t> failures_{0};
+  std::atomic<bool> sync_stop_{false};  // --client_api=sync: callers finish their call and stop
 
   std::mutex live_mu_;
   std::unordered_set<Call*> live_;  // unary calls in flight, for cancellation
@@ -427,7 +439,7 @@ absl::Status Runner::Impl::Init() {
     }
   }
 
-  if (w.streaming) {
+  if (w.streaming && !w.sync_callers) {  // sync callers open their own streams
     for (int e = 0; e < static_cast<int>(endpoints_.size()); ++e) {
       for (int i = 0; i < std::max(1, w.streams_per_channel); ++i) {
         all_streams_.push_back(std::make_unique<Stream>(this, e));
@@ -638,6 +650,7 @@ void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmR
     Issue(NowNs(), /*claimed=*/true);
     return;
   }
+  if (options_.workload.sync_callers) return;       // its caller thread sends the next one
   { std::lock_guard<std::mutex> l(dispatch_mu_); }  // a waiting dispatcher sees the new count
   dispatch_cv_.notify_all();
 }
@@ -658,12 +671,9 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
   size_t slot = 0;
   {
     std::lock_guard<std::mutex> l(issue_mu_);
-    c->shape = shape_pick_(rng_);
-    c->verify = options_.verify_fraction > 0 &&
-                std::uniform_real_distribution<double>(0, 1)(rng_) < options_.verify_fraction;
+    PickLocked(c);
     if (w.streaming) {
       slot = round_robin_++ % streams_.size();
-      c->id = absl::StrCat(next_id_++);
       st = streams_[slot];
     } else {
       c->endpoint = static_cast<int>(round_robin_++ % endpoints_.size());
@@ -694,13 +704,7 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
   }
   const int e = c->endpoint;
   c->ctx = std::make_unique<grpc::ClientContext>();
-  auto deadline = std::chrono::system_clock::now() +
-                  std::chrono::microseconds(static_cast<int64_t>(options_.rpc_timeout_s * 1e6));
-  if (w.deadline_us > 0) {
-    deadline = std::min(
-        deadline, std::chrono::system_clock::now() + std::chrono::microseconds(w.deadline_us));
-  }
-  c->ctx->set_deadline(deadline);
+  c->ctx->set_deadline(Deadline());
   {
     std::lock_guard<std::mutex> l(live_mu_);
     live_.insert(c);
@@ -709,6 +713,113 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
   endpoints_[e].stub->async()->Gemm(c->ctx.get(), &req, &c->resp, [this, c](grpc::Status status) {
     Complete(c, status, &c->resp);
   });
+}
+
+void Runner::Impl::PickLocked(Call* c) {
+  c->shape = shape_pick_(rng_);
+  c->verify = options_.verify_fraction > 0 &&
+              std::uniform_real_distribution<double>(0, 1)(rng_) < options_.verify_fraction;
+  if (options_.workload.streaming) c->id = absl::StrCat(next_id_++);
+}
+
+std::chrono::system_clock::time_point Runner::Impl::Deadline() const {
+  const auto now = std::chrono::system_clock::now();
+  auto deadline =
+      now + std::chrono::microseconds(static_cast<int64_t>(options_.rpc_timeout_s * 1e6));
+  const int64_t request_us = options_.workload.deadline_us;
+  if (request_us > 0) deadline = std::min(deadline, now + std::chrono::microseconds(request_us));
+  return deadline;
+}
+
+void Runner::Impl::RunSyncCallers(int64_t callers) {
+  sync_stop_.store(false);
+  std::vector<std::thread> threads;
+  try {
+    for (int64_t i = 0; i < callers; ++i) {
+      threads.emplace_back([this, i] { SyncCaller(static_cast<int>(i)); });
+    }
+  } catch (const std::system_error& e) {
+    std::fprintf(stderr, "\ngemm_loadgen: started %zu of %lld caller threads: %s\n", threads.size(),
+                 static_cast<long long>(callers), e.what());
+  }
+  {
+    std::unique_lock<std::mutex> l(dispatch_mu_);
+    dispatch_cv_.wait(l, [&] { return stop_dispatch_; });
+  }
+  sync_stop_.store(true);
+  for (std::thread& t : threads) t.join();
+}
+
+void Runner::Impl::SyncCaller(int caller) {
+  const WorkloadSpec& w = options_.workload;
+  const int e = caller % static_cast<int>(endpoints_.size());
+  v1::GemmService::Stub* stub = endpoints_[e].stub;
+  const std::vector<v1::GemmRequest>& templates = templates_[TemplateGroup(e)];
+  std::unique_ptr<grpc::ClientContext> stream_ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::GemmRequest, v1::GemmResponse>> stream;
+  v1::GemmRequest wire;  // streaming: the template's Problem is spliced in for each write
+  wire.set_priority(w.priority_high ? v1::PRIORITY_HIGH : v1::PRIORITY_NORMAL);
+  wire.set_timeout_us(w.deadline_us);
+  wire.set_kernel(w.kernel);
+  v1::GemmResponse resp;
+  while (!sync_stop_.load(std::memory_order_relaxed)) {
+    Call* c = new Call;
+    c->endpoint = e;
+    {
+      std::lock_guard<std::mutex> l(issue_mu_);
+      PickLocked(c);
+    }
+    outstanding_.fetch_add(1);
+    issued_.fetch_add(1);
+    c->intended_ns = NowNs();
+    grpc::Status status;
+    bool answered = false;
+    if (!w.streaming) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(Deadline());
+      status = stub->Gemm(&ctx, templates[c->shape], &resp);
+      answered = status.ok();
+    } else {
+      if (stream == nullptr) {
+        stream_ctx = std::make_unique<grpc::ClientContext>();
+        stream = stub->GemmStream(stream_ctx.get());
+      }
+      wire.set_request_id(c->id);
+      // NOTE: as in Stream::Write, the shared read-only template Problem is borrowed, not copied.
+      wire.unsafe_arena_set_allocated_problem(
+          const_cast<v1::Problem*>(&templates[c->shape].problem()));
+      const bool wrote = stream->Write(wire);
+      wire.unsafe_arena_release_problem();
+      answered = wrote && stream->Read(&resp);
+      if (answered && resp.request_id() != c->id) {
+        answered = false;
+        stream_ctx->TryCancel();
+        status = grpc::Status(
+            grpc::StatusCode::INTERNAL,
+            absl::StrCat("answer to request ", resp.request_id(), " while waiting for ", c->id));
+      }
+      if (!answered) {
+        const grpc::Status finish = stream->Finish();
+        if (status.ok()) {
+          status = finish.ok()
+                       ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed by the server")
+                       : finish;
+        }
+        stream.reset();
+        stream_ctx.reset();
+      }
+    }
+    const bool ok = answered && !resp.has_error();
+    Complete(c, status, answered ? &resp : nullptr);
+    if (!ok && options_.error_backoff_ms > 0) {
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(static_cast<int64_t>(options_.error_backoff_ms * 1e3)));
+    }
+  }
+  if (stream != nullptr) {
+    stream->WritesDone();
+    (void)stream->Finish();
+  }
 }
 
 void Runner::Impl::DispatchLoop(double level) {
@@ -732,6 +843,10 @@ void Runner::Impl::DispatchLoop(double level) {
     }
   }
   const int64_t concurrency = std::max<int64_t>(1, std::llround(level));
+  if (options_.workload.sync_callers) {
+    RunSyncCallers(concurrency);
+    return;
+  }
   inline_limit_.store(concurrency);
   int64_t failures_seen = failures_.load();
   for (;;) {

@@ -50,7 +50,11 @@ std::string WorkloadSpec::Describe() const {
       " layout=", b_nk ? "nk" : "kn", " out=", output_fp32 ? "fp32" : "bf16",
       " prio=", priority_high ? "high" : "normal", streaming ? " stream" : " unary",
       " ch=", channels);
-  if (streaming) absl::StrAppend(&d, " streams/ch=", streams_per_channel);
+  if (sync_callers) {
+    absl::StrAppend(&d, " sync");
+  } else if (streaming) {
+    absl::StrAppend(&d, " streams/ch=", streams_per_channel);
+  }
   if (deadline_us > 0) absl::StrAppend(&d, " deadline=", deadline_us, "us");
   if (!kernel.empty()) absl::StrAppend(&d, " kernel=", kernel);
   if (shared_memory) absl::StrAppend(&d, " shm");
@@ -206,6 +210,13 @@ absl::StatusOr<bool> ParsePriorityHigh(absl::string_view text) {
   if (s == "normal") return false;
   if (s == "high") return true;
   return absl::InvalidArgumentError(absl::StrCat("bad priority '", text, "': normal|high"));
+}
+
+absl::StatusOr<bool> ParseSyncCallers(absl::string_view text) {
+  const std::string s = Lower(text);
+  if (s == "callback") return false;
+  if (s == "sync") return true;
+  return absl::InvalidArgumentError(absl::StrCat("bad client_api '", text, "': callback|sync"));
 }
 
 absl::StatusOr<bool> ParseStreaming(absl::string_view text) {

@@ -45,7 +45,10 @@ struct WorkloadSpec {
   bool streaming = false;       // GemmStream instead of unary Gemm
   int channels = 1;             // gRPC channels per target
   int streams_per_channel = 1;  // GemmStream streams per channel (streaming only)
-  std::string kernel;           // GemmRequest.kernel ("" = server's choice)
+  // Closed loop: each caller is a thread making blocking calls through gRPC's synchronous API
+  // (one GemmStream per caller when streaming) instead of callbacks on gRPC's threads.
+  bool sync_callers = false;
+  std::string kernel;  // GemmRequest.kernel ("" = server's choice)
   // A (and inline B) read from, and D written into, a POSIX shared-memory region registered on
   // every target (same host only): the gRPC messages carry references, not matrices.
   bool shared_memory = false;
@@ -76,5 +79,6 @@ absl::StatusOr<bool> ParseLayoutNk(absl::string_view text);      // kn|nk
 absl::StatusOr<bool> ParseOutputFp32(absl::string_view text);    // bf16|fp32
 absl::StatusOr<bool> ParsePriorityHigh(absl::string_view text);  // normal|high
 absl::StatusOr<bool> ParseStreaming(absl::string_view text);     // unary|stream
+absl::StatusOr<bool> ParseSyncCallers(absl::string_view text);   // callback|sync
 
 }  // namespace gemm::loadgen

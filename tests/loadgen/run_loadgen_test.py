@@ -5,7 +5,7 @@ runs whose JSON, CSV and HTML reports are parsed back and checked.
   /usr/bin/python3 tests/loadgen/run_loadgen_test.py --case closed \
       --loadgen build/client/loadgen/gemm_loadgen --server build/server/gemm_server --workdir /tmp/x
 
-Cases: closed, open, verify, shm, stopped, interrupt.
+Cases: closed, open, verify, shm, sync, stopped, interrupt.
 """
 
 import argparse
@@ -206,6 +206,39 @@ def case_shm(a):
     check(not leaked, f"shared-memory objects left behind: {leaked}")
 
 
+def case_sync(a):
+    # One blocking thread per caller (gRPC's synchronous API), unary and one GemmStream per
+    # caller, every response checked; --client_api=sync with an open loop is refused.
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        for rpc in ("unary", "stream"):
+            out, paths = run_loadgen(["--target=" + server.target, "--shapes=33x17x65,16x64x64",
+                                      f"--rpc={rpc}", "--client_api=sync", "--b=resident",
+                                      "--concurrency=1:4:x4", "--channels=2",
+                                      "--verify_fraction=1"] + FAST,
+                                     a.loadgen, a.workdir, f"sync-{rpc}")
+            check(out.returncode == 0, f"{rpc}: exit {out.returncode}")
+            check(" sync" in out.stdout, f"{rpc}: workload line does not say sync")
+            report, _, _ = parse_reports(paths)
+            check(report["workload"]["client_api"] == "sync" and report["workload"]["rpc"] == rpc,
+                  f"workload {report['workload']}")
+            check([p["concurrency"] for p in report["points"]] == [1, 4], "sweep points")
+            for p in report["points"]:
+                check_healthy_point(p)
+                check(p["verify"]["checked"] == p["requests_ok"], f"{rpc}: verify {p['verify']}")
+                check(p["verify"]["mismatches"] == 0, f"{rpc}: mismatches {p['verify']}")
+            # Closed loop with 4 blocking callers: never more than 4 in flight, so every
+            # response is one the server timed (no request lost or answered twice).
+            check(report["points"][1]["issued"] >= report["points"][1]["requests_ok"],
+                  "more answers than requests")
+        with GemmClient(server.target, timeout=10) as c:
+            left = [m.name for m in c.list_matrices()]
+        check(not left, f"resident matrices left behind: {left}")
+        out, _ = run_loadgen(["--target=" + server.target, "--shapes=16x16x16", "--rate=10",
+                              "--client_api=sync"] + FAST, a.loadgen, a.workdir, "sync-open")
+    check(out.returncode != 0 and "closed loop only" in out.stdout + out.stderr,
+          f"sync with --rate: exit {out.returncode}")
+
+
 def case_stopped(a):
     target = f"127.0.0.1:{free_port()}"  # nothing listens there
     out, paths = run_loadgen(["--target=" + target, "--shapes=16x16x16", "--concurrency=2",
@@ -249,7 +282,7 @@ def case_interrupt(a):
 
 
 CASES = {"closed": case_closed, "open": case_open, "verify": case_verify, "shm": case_shm,
-         "stopped": case_stopped, "interrupt": case_interrupt}
+         "sync": case_sync, "stopped": case_stopped, "interrupt": case_interrupt}
 
 
 def main():
