@@ -6,7 +6,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -258,7 +257,6 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   } catch (const std::system_error& e) {
     return absl::UnavailableError(absl::StrCat("metrics: cannot start thread: ", e.what()));
   }
-  pthread_setname_np(server->thread_.native_handle(), "metrics_http");
   return server;
 }
 
