@@ -51,7 +51,9 @@ ABSL_FLAG(std::string, b_layout, "kn", "kn ([K,N], numpy a@b) or nk ([N,K], a Py
 ABSL_FLAG(std::string, output_dtype, "bf16", "bf16 or fp32");
 ABSL_FLAG(std::string, priority, "normal", "normal or high");
 ABSL_FLAG(double, deadline_ms, 0, "Per-request deadline in ms (0: none beyond --rpc_timeout_s)");
-ABSL_FLAG(std::string, rpc, "unary", "unary (Gemm) or stream (GemmStream)");
+ABSL_FLAG(std::string, rpc, "unary",
+          "unary (Gemm), stream (GemmStream) or packed (GemmStreamPacked: the requests queued on "
+          "a stream while its previous write was out go in one message)");
 ABSL_FLAG(int, channels, 1, "gRPC channels (connections) per target");
 ABSL_FLAG(int, streams_per_channel, 1, "GemmStream streams per channel (--rpc=stream)");
 ABSL_FLAG(std::string, client_api, "callback",
@@ -162,9 +164,7 @@ absl::StatusOr<gemm::loadgen::WorkloadSpec> WorkloadFromFlags() {
   auto high = gemm::loadgen::ParsePriorityHigh(absl::GetFlag(FLAGS_priority));
   if (!high.ok()) return high.status();
   w.priority_high = *high;
-  auto stream = gemm::loadgen::ParseStreaming(absl::GetFlag(FLAGS_rpc));
-  if (!stream.ok()) return stream.status();
-  w.streaming = *stream;
+  if (auto s = gemm::loadgen::ParseRpc(absl::GetFlag(FLAGS_rpc), &w); !s.ok()) return s;
   auto sync = gemm::loadgen::ParseSyncCallers(absl::GetFlag(FLAGS_client_api));
   if (!sync.ok()) return sync.status();
   w.sync_callers = *sync;
@@ -224,6 +224,11 @@ int main(int argc, char** argv) {
         "give --concurrency (closed loop) or --rate (open loop), not both"));
   }
   const bool open_loop = !rate_flag.empty();
+  if (workload->sync_callers && workload->packed) {
+    return Fail(absl::InvalidArgumentError(
+        "--rpc=packed needs --client_api=callback: a sync caller owns its stream and has one "
+        "request at a time, so there is nothing to pack"));
+  }
   if (open_loop && workload->sync_callers) {
     return Fail(
         absl::InvalidArgumentError("--client_api=sync is closed loop only (a thread per caller); "

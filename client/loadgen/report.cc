@@ -462,17 +462,17 @@ std::string FormatJson(const Report& report) {
     shapes.push_back(absl::StrCat("{\"m\": ", s.m, ", \"n\": ", s.n, ", \"k\": ", s.k,
                                   ", \"weight\": ", JsonNumber(s.weight), "}"));
   }
-  absl::StrAppend(&o, "  \"workload\": {\"shapes\": [", absl::StrJoin(shapes, ", "),
-                  "], \"b\": ", JsonString(w.b_source == BSource::kInline ? "inline" : "resident"),
-                  ", \"b_layout\": ", JsonString(w.b_nk ? "nk" : "kn"),
-                  ", \"output_dtype\": ", JsonString(w.output_fp32 ? "fp32" : "bf16"),
-                  ", \"priority\": ", JsonString(w.priority_high ? "high" : "normal"),
-                  ", \"deadline_us\": ", w.deadline_us,
-                  ", \"rpc\": ", JsonString(w.streaming ? "stream" : "unary"),
-                  ", \"channels\": ", w.channels,
-                  ", \"streams_per_channel\": ", w.streams_per_channel,
-                  ", \"client_api\": ", JsonString(w.sync_callers ? "sync" : "callback"),
-                  ", \"kernel\": ", JsonString(w.kernel), "},\n");
+  absl::StrAppend(
+      &o, "  \"workload\": {\"shapes\": [", absl::StrJoin(shapes, ", "),
+      "], \"b\": ", JsonString(w.b_source == BSource::kInline ? "inline" : "resident"),
+      ", \"b_layout\": ", JsonString(w.b_nk ? "nk" : "kn"),
+      ", \"output_dtype\": ", JsonString(w.output_fp32 ? "fp32" : "bf16"),
+      ", \"priority\": ", JsonString(w.priority_high ? "high" : "normal"),
+      ", \"deadline_us\": ", w.deadline_us,
+      ", \"rpc\": ", JsonString(w.packed ? "packed" : (w.streaming ? "stream" : "unary")),
+      ", \"channels\": ", w.channels, ", \"streams_per_channel\": ", w.streams_per_channel,
+      ", \"client_api\": ", JsonString(w.sync_callers ? "sync" : "callback"),
+      ", \"kernel\": ", JsonString(w.kernel), "},\n");
   absl::StrAppend(&o, "  \"measurement\": {\"warmup_s\": ", JsonNumber(info.warmup_s),
                   ", \"window_s\": ", JsonNumber(info.window_s),
                   ", \"stable_windows\": ", info.stable_windows,
@@ -503,6 +503,7 @@ std::string FormatJson(const Report& report) {
                     ", \"window_latency_ms\": [", absl::StrJoin(wl, ", "), "]");
     absl::StrAppend(
         &o, ",\n     \"duration_s\": ", JsonNumber(m.duration_s), ", \"issued\": ", p.issued,
+        ", \"stream_messages\": ", p.stream_messages, ", \"stream_requests\": ", p.stream_requests,
         ", \"requests_ok\": ", m.ok, ", \"requests_failed\": ", m.failed,
         ", \"throughput_rps\": ", JsonNumber(s.throughput_rps),
         ", \"tflops\": ", JsonNumber(s.tflops), ", \"payload_gbps\": ", JsonNumber(s.payload_gbps));

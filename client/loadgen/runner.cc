@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "client/loadgen/call_stream.h"
 #include "common/bf16.h"
 #include "common/posix_shm.h"
 #include "common/reference_gemm.h"
@@ -76,18 +77,6 @@ constexpr int kMaxMismatchLogs = 5;
 
 class Runner::Impl {
  public:
-  // One request in flight.
-  struct Call {
-    int endpoint = 0;
-    int shape = 0;
-    int64_t intended_ns = 0;
-    bool verify = false;
-    std::unique_ptr<grpc::ClientContext> ctx;  // unary only
-    v1::GemmResponse resp;                     // unary only
-    std::string id;                            // streaming only
-  };
-  class Stream;
-
   Impl(const RunnerOptions& options, std::vector<Target> targets)
       : options_(options), targets_(std::move(targets)), rng_(options.seed) {}
   ~Impl();
@@ -120,6 +109,8 @@ class Runner::Impl {
   // Draws `c`'s shape and verify decision, and its request id when streaming.
   // Caller holds issue_mu_.
   void PickLocked(Call* c);
+  // Opens the stream of slot `slot` (GemmStream or GemmStreamPacked) to the slot's endpoint.
+  std::unique_ptr<CallStream> OpenStream(int slot);
   // The gRPC deadline of a request sent now.
   std::chrono::system_clock::time_point Deadline() const;
   // Sends one request. `claimed`: the caller already counted it in outstanding_ (TryClaim).
@@ -163,9 +154,10 @@ class Runner::Impl {
   std::mt19937_64 rng_;
   uint64_t next_id_ = 0;
   uint64_t round_robin_ = 0;
-  std::vector<Stream*> streams_;  // live stream per slot (streaming only)
+  std::vector<CallStream*> streams_;  // live stream per slot (streaming only)
   std::vector<int64_t> stream_opened_ns_;
-  std::vector<std::unique_ptr<Stream>> all_streams_;  // every stream ever opened (kept until ~Impl)
+  // Every stream ever opened (kept until ~Impl).
+  std::vector<std::unique_ptr<CallStream>> all_streams_;
 
   std::mutex dispatch_mu_;
   std::condition_variable dispatch_cv_;
@@ -175,6 +167,8 @@ class Runner::Impl {
   // request from the completion callback); 0 while no closed-loop point runs.
   std::atomic<int64_t> inline_limit_{0};
   std::atomic<int64_t> issued_{0};
+  std::atomic<int64_t> stream_messages_{0};  // written by the streams (CallStream::Options)
+  std::atomic<int64_t> stream_requests_{0};
   std::atomic<int64_t> failures_{0};
   std::atomic<bool> sync_stop_{false};  // --client_api=sync: callers finish their call and stop
 
@@ -186,181 +180,6 @@ class Runner::Impl {
   int64_t window_start_ns_ = 0;
   std::atomic<int> mismatch_logs_{0};
   bool finished_ = false;
-};
-
-// One GemmStream. Writes are serialized (one StartWrite at a time) from a queue; responses are
-// matched to calls by request_id. A hold keeps OnDone away while the dispatcher may still write.
-class Runner::Impl::Stream : public grpc::ClientBidiReactor<v1::GemmRequest, v1::GemmResponse> {
- public:
-  Stream(Impl* impl, int endpoint) : impl_(impl), endpoint_(endpoint) {
-    const WorkloadSpec& w = impl->options_.workload;
-    wire_.set_priority(w.priority_high ? v1::PRIORITY_HIGH : v1::PRIORITY_NORMAL);
-    wire_.set_timeout_us(w.deadline_us);
-    wire_.set_kernel(w.kernel);
-    impl->endpoints_[endpoint].stub->async()->GemmStream(&ctx_, this);
-    AddHold();
-    StartRead(&read_);
-    StartCall();
-  }
-
-  // Queues `c` for sending; false when the stream is closed (the caller still owns `c`).
-  bool Send(Call* c) {
-    Item item{c->id, c->shape};
-    bool start = false;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (broken_ || done_ || closing_) return false;
-      pending_[c->id] = c;
-      queue_.push_back(item);
-      if (!writing_) writing_ = start = true;
-    }
-    if (start) Write(item);
-    return true;
-  }
-
-  // Half-closes the stream once queued writes are out.
-  void Close() {
-    bool writes_done = false, release = false;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      closing_ = true;
-      if (!writing_ && !broken_ && !writes_done_started_) writes_done_started_ = writes_done = true;
-      release = ReleaseHoldLocked();
-    }
-    if (writes_done) StartWritesDone();
-    if (release) RemoveHold();
-  }
-
-  // Cancels the stream (pending calls fail with CANCELLED).
-  void Cancel() { ctx_.TryCancel(); }
-
-  bool done() {
-    std::lock_guard<std::mutex> l(mu_);
-    return done_;
-  }
-  bool usable() {
-    std::lock_guard<std::mutex> l(mu_);
-    return !done_ && !broken_ && !closing_;
-  }
-  std::string final_message() {
-    std::lock_guard<std::mutex> l(mu_);
-    return final_message_;
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::optional<Item> next;
-    bool writes_done = false, release = false;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      wire_.unsafe_arena_release_problem();
-      queue_.pop_front();
-      if (!ok) {
-        broken_ = true;
-        queue_.clear();  // their calls stay in pending_ and fail in OnDone
-      }
-      if (!queue_.empty()) {
-        next = queue_.front();
-      } else {
-        writing_ = false;
-        if (closing_ && !broken_ && !writes_done_started_)
-          writes_done_started_ = writes_done = true;
-      }
-      release = ReleaseHoldLocked();
-    }
-    if (next) Write(*next);
-    if (writes_done) StartWritesDone();
-    if (release) RemoveHold();
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      bool release = false;
-      {
-        std::lock_guard<std::mutex> l(mu_);
-        broken_ = true;
-        release = ReleaseHoldLocked();
-      }
-      if (release) RemoveHold();
-      return;
-    }
-    Call* c = nullptr;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      auto it = pending_.find(read_.request_id());
-      if (it != pending_.end()) {
-        c = it->second;
-        pending_.erase(it);
-      }
-    }
-    if (c != nullptr) impl_->Complete(c, grpc::Status::OK, &read_);
-    StartRead(&read_);
-  }
-
-  void OnDone(const grpc::Status& status) override {
-    std::unordered_map<std::string, Call*> pending;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      pending.swap(pending_);
-      final_message_ = status.ok() ? std::string("stream closed by the server")
-                                   : absl::StrCat(StatusCodeName(status.error_code()), ": ",
-                                                  status.error_message());
-    }
-    const grpc::Status fail =
-        status.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream closed") : status;
-    for (auto& [id, c] : pending) impl_->Complete(c, fail, nullptr);
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      done_ = true;
-    }
-    done_cv_.notify_all();
-  }
-
-  // Waits until OnDone ran; false on timeout.
-  bool WaitDone(Clock::time_point deadline) {
-    std::unique_lock<std::mutex> l(mu_);
-    return done_cv_.wait_until(l, deadline, [&] { return done_; });
-  }
-
- private:
-  struct Item {
-    std::string id;
-    int shape;
-  };
-
-  // Only the thread that set writing_ calls this; wire_ is ours until OnWriteDone.
-  void Write(const Item& item) {
-    wire_.set_request_id(item.id);
-    const v1::GemmRequest& t = impl_->templates_[impl_->TemplateGroup(endpoint_)][item.shape];
-    // NOTE: splice the shared, read-only template Problem in instead of copying its operands;
-    // OnWriteDone takes it back out before the next write.
-    wire_.unsafe_arena_set_allocated_problem(const_cast<v1::Problem*>(&t.problem()));
-    StartWrite(&wire_);
-  }
-
-  bool ReleaseHoldLocked() {
-    if (!hold_released_ && !writing_ && (broken_ || writes_done_started_)) {
-      hold_released_ = true;
-      return true;
-    }
-    return false;
-  }
-
-  Impl* impl_;
-  int endpoint_;
-  grpc::ClientContext ctx_;
-  v1::GemmRequest wire_;
-  v1::GemmResponse read_;
-  std::mutex mu_;
-  std::condition_variable done_cv_;
-  std::unordered_map<std::string, Call*> pending_;
-  std::deque<Item> queue_;
-  bool writing_ = false;
-  bool broken_ = false;
-  bool closing_ = false;
-  bool writes_done_started_ = false;
-  bool hold_released_ = false;
-  bool done_ = false;
-  std::string final_message_;
 };
 
 Runner::Impl::~Impl() {
@@ -442,7 +261,7 @@ absl::Status Runner::Impl::Init() {
   if (w.streaming && !w.sync_callers) {  // sync callers open their own streams
     for (int e = 0; e < static_cast<int>(endpoints_.size()); ++e) {
       for (int i = 0; i < std::max(1, w.streams_per_channel); ++i) {
-        all_streams_.push_back(std::make_unique<Stream>(this, e));
+        all_streams_.push_back(OpenStream(static_cast<int>(streams_.size())));
         streams_.push_back(all_streams_.back().get());
         stream_opened_ns_.push_back(NowNs());
       }
@@ -667,14 +486,20 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
   const WorkloadSpec& w = options_.workload;
   Call* c = new Call;
   c->intended_ns = intended_ns;
-  Stream* st = nullptr;
+  CallStream* st = nullptr;
   size_t slot = 0;
   {
     std::lock_guard<std::mutex> l(issue_mu_);
     PickLocked(c);
     if (w.streaming) {
-      slot = round_robin_++ % streams_.size();
-      st = streams_[slot];
+      // A packed stream completing a message takes its callers' next requests (see Completing).
+      st = w.packed ? CallStream::Completing() : nullptr;
+      if (st != nullptr) {
+        slot = static_cast<size_t>(st->slot());
+      } else {
+        slot = round_robin_++ % streams_.size();
+        st = streams_[slot];
+      }
     } else {
       c->endpoint = static_cast<int>(round_robin_++ % endpoints_.size());
     }
@@ -684,7 +509,7 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
   if (w.streaming) {
     if (st->Send(c)) return;
     // The stream is gone: reopen it (at most every 200 ms per slot) or fail the request.
-    Stream* fresh = nullptr;
+    CallStream* fresh = nullptr;
     {
       std::lock_guard<std::mutex> l(issue_mu_);
       const int64_t now = NowNs();
@@ -693,8 +518,7 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
       } else if (now - stream_opened_ns_[slot] >= 200'000'000) {
         stream_opened_ns_[slot] = now;
         st->Close();
-        const int endpoint = static_cast<int>(slot / std::max(1, w.streams_per_channel));
-        all_streams_.push_back(std::make_unique<Stream>(this, endpoint));
+        all_streams_.push_back(OpenStream(static_cast<int>(slot)));
         fresh = streams_[slot] = all_streams_.back().get();
       }
     }
@@ -713,6 +537,28 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
   endpoints_[e].stub->async()->Gemm(c->ctx.get(), &req, &c->resp, [this, c](grpc::Status status) {
     Complete(c, status, &c->resp);
   });
+}
+
+std::unique_ptr<CallStream> Runner::Impl::OpenStream(int slot) {
+  const WorkloadSpec& w = options_.workload;
+  const int endpoint = slot / std::max(1, w.streams_per_channel);
+  CallStream::Options o;
+  o.stub = endpoints_[endpoint].stub;
+  o.packed = w.packed;
+  o.slot = slot;
+  o.priority = w.priority_high ? v1::PRIORITY_HIGH : v1::PRIORITY_NORMAL;
+  o.timeout_us = w.deadline_us;
+  o.kernel = w.kernel;
+  const std::vector<v1::GemmRequest>* templates = &templates_[TemplateGroup(endpoint)];
+  o.problem = [templates](int shape) -> const v1::Problem& {
+    return (*templates)[shape].problem();
+  };
+  o.complete = [this](Call* c, const grpc::Status& status, const v1::GemmResponse* resp) {
+    Complete(c, status, resp);
+  };
+  o.messages_written = &stream_messages_;
+  o.requests_written = &stream_requests_;
+  return CallStream::Open(std::move(o));
 }
 
 void Runner::Impl::PickLocked(Call* c) {
@@ -785,7 +631,7 @@ void Runner::Impl::SyncCaller(int caller) {
         stream = stub->GemmStream(stream_ctx.get());
       }
       wire.set_request_id(c->id);
-      // NOTE: as in Stream::Write, the shared read-only template Problem is borrowed, not copied.
+      // NOTE: as in CallStream, the shared read-only template Problem is borrowed, not copied.
       wire.unsafe_arena_set_allocated_problem(
           const_cast<v1::Problem*>(&templates[c->shape].problem()));
       const bool wrote = stream->Write(wire);
@@ -929,6 +775,8 @@ PointResult Runner::Impl::RunPoint(double level, int index, int total) {
   (options_.open_loop ? r.target_rate : r.concurrency) = level;
   const std::string label = absl::StrCat(index + 1, "/", total, " ", r.Label());
   const int64_t issued_before = issued_.load();
+  const int64_t messages_before = stream_messages_.load();
+  const int64_t requests_before = stream_requests_.load();
   {
     std::lock_guard<std::mutex> l(dispatch_mu_);
     stop_dispatch_ = false;
@@ -975,6 +823,8 @@ PointResult Runner::Impl::RunPoint(double level, int index, int total) {
     }
   }
   r.issued = issued_.load() - issued_before;
+  r.stream_messages = stream_messages_.load() - messages_before;
+  r.stream_requests = stream_requests_.load() - requests_before;
   return r;
 }
 
@@ -993,7 +843,7 @@ void Runner::Impl::Finish(double timeout_s) {
   }
   {
     std::lock_guard<std::mutex> l(issue_mu_);
-    for (Stream* s : streams_) s->Close();
+    for (CallStream* s : streams_) s->Close();
   }
   for (auto& s : all_streams_) {
     if (!s->WaitDone(deadline)) s->Cancel();

@@ -53,6 +53,10 @@ struct PointResult {
   std::vector<double> window_latency_ms;  // stability latency metric of each window
   WindowStats measured;                   // the windows the result is computed from, merged
   int64_t issued = 0;                     // requests sent during the point (warm-up included)
+  // Streaming: messages written on the streams during the point and the requests they carried
+  // (warm-up included); their ratio is how many requests shared a message (1 for GemmStream).
+  int64_t stream_messages = 0;
+  int64_t stream_requests = 0;
 
   // "concurrency=8" or "rate=500/s".
   std::string Label() const;

@@ -48,8 +48,8 @@ std::string WorkloadSpec::Describe() const {
   std::string d = absl::StrCat(
       absl::StrJoin(mix, ","), " b=", b_source == BSource::kInline ? "inline" : "resident",
       " layout=", b_nk ? "nk" : "kn", " out=", output_fp32 ? "fp32" : "bf16",
-      " prio=", priority_high ? "high" : "normal", streaming ? " stream" : " unary",
-      " ch=", channels);
+      " prio=", priority_high ? "high" : "normal",
+      packed ? " packed" : (streaming ? " stream" : " unary"), " ch=", channels);
   if (sync_callers) {
     absl::StrAppend(&d, " sync");
   } else if (streaming) {
@@ -219,11 +219,14 @@ absl::StatusOr<bool> ParseSyncCallers(absl::string_view text) {
   return absl::InvalidArgumentError(absl::StrCat("bad client_api '", text, "': callback|sync"));
 }
 
-absl::StatusOr<bool> ParseStreaming(absl::string_view text) {
+absl::Status ParseRpc(absl::string_view text, WorkloadSpec* w) {
   const std::string s = Lower(text);
-  if (s == "unary") return false;
-  if (s == "stream" || s == "streaming") return true;
-  return absl::InvalidArgumentError(absl::StrCat("bad rpc '", text, "': unary|stream"));
+  if (s != "unary" && s != "stream" && s != "streaming" && s != "packed") {
+    return absl::InvalidArgumentError(absl::StrCat("bad rpc '", text, "': unary|stream|packed"));
+  }
+  w->streaming = s != "unary";
+  w->packed = s == "packed";
+  return absl::OkStatus();
 }
 
 }  // namespace gemm::loadgen

@@ -38,11 +38,14 @@ struct ShapeSpec {
 struct WorkloadSpec {
   std::vector<ShapeSpec> shapes;  // at least one
   BSource b_source = BSource::kInline;
-  bool b_nk = false;            // B layout [N,K] (PyTorch weight) instead of [K,N]
-  bool output_fp32 = false;     // output dtype FP32 instead of BF16
-  bool priority_high = false;   // PRIORITY_HIGH instead of PRIORITY_NORMAL
-  int64_t deadline_us = 0;      // per-request deadline (0: none)
-  bool streaming = false;       // GemmStream instead of unary Gemm
+  bool b_nk = false;           // B layout [N,K] (PyTorch weight) instead of [K,N]
+  bool output_fp32 = false;    // output dtype FP32 instead of BF16
+  bool priority_high = false;  // PRIORITY_HIGH instead of PRIORITY_NORMAL
+  int64_t deadline_us = 0;     // per-request deadline (0: none)
+  bool streaming = false;      // GemmStream (or GemmStreamPacked) instead of unary Gemm
+  // Streaming over GemmStreamPacked: the requests queued on a stream while its previous write was
+  // out go in one message.
+  bool packed = false;
   int channels = 1;             // gRPC channels per target
   int streams_per_channel = 1;  // GemmStream streams per channel (streaming only)
   // Closed loop: each caller is a thread making blocking calls through gRPC's synchronous API
@@ -78,7 +81,8 @@ absl::StatusOr<BSource> ParseBSource(absl::string_view text);    // inline|resid
 absl::StatusOr<bool> ParseLayoutNk(absl::string_view text);      // kn|nk
 absl::StatusOr<bool> ParseOutputFp32(absl::string_view text);    // bf16|fp32
 absl::StatusOr<bool> ParsePriorityHigh(absl::string_view text);  // normal|high
-absl::StatusOr<bool> ParseStreaming(absl::string_view text);     // unary|stream
-absl::StatusOr<bool> ParseSyncCallers(absl::string_view text);   // callback|sync
+// unary|stream|packed: sets `w->streaming` and `w->packed`.
+absl::Status ParseRpc(absl::string_view text, WorkloadSpec* w);
+absl::StatusOr<bool> ParseSyncCallers(absl::string_view text);  // callback|sync
 
 }  // namespace gemm::loadgen

@@ -65,11 +65,49 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
   return reactor;
 }
 
-// Bidirectional stream: reads requests one after another, submits each, writes responses as
-// they complete (one write in flight at a time), finishes when the client is done and every
+namespace {
+
+// How a stream's messages carry requests and responses: one per message (GemmStream) or
+// several (GemmStreamPacked).
+struct SingleMessages {
+  using In = v1::GemmRequest;
+  using Out = v1::GemmResponse;
+  static constexpr absl::string_view kMethod = "GemmStream";
+  static int Count(const In& /*in*/) { return 1; }
+  static v1::GemmRequest* At(In* in, int /*i*/) { return in; }
+  // The next message to write, taken from `ready` (not empty): its first response.
+  static std::unique_ptr<Out> Take(std::deque<std::unique_ptr<v1::GemmResponse>>* ready) {
+    std::unique_ptr<Out> out = std::move(ready->front());
+    ready->pop_front();
+    return out;
+  }
+};
+
+struct PackedMessages {
+  using In = v1::GemmRequestPack;
+  using Out = v1::GemmResponsePack;
+  static constexpr absl::string_view kMethod = "GemmStreamPacked";
+  static int Count(const In& in) { return in.requests_size(); }
+  static v1::GemmRequest* At(In* in, int i) { return in->mutable_requests(i); }
+  // The next message to write: every response in `ready` (not empty).
+  static std::unique_ptr<Out> Take(std::deque<std::unique_ptr<v1::GemmResponse>>* ready) {
+    auto out = std::make_unique<Out>();
+    out->mutable_responses()->Reserve(static_cast<int>(ready->size()));
+    for (auto& r : *ready) out->mutable_responses()->AddAllocated(r.release());
+    ready->clear();
+    return out;
+  }
+};
+
+}  // namespace
+
+// Bidirectional stream: reads messages one after another, submits each request in them, writes
+// responses as they complete (one write in flight at a time; with PackedMessages a write carries
+// every response that became ready meanwhile), finishes when the client is done and every
 // request has been answered.
+template <class Messages>
 class GemmServiceImpl::StreamReactor final
-    : public grpc::ServerBidiReactor<v1::GemmRequest, v1::GemmResponse> {
+    : public grpc::ServerBidiReactor<typename Messages::In, typename Messages::Out> {
  public:
   StreamReactor(GemmServiceImpl* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
@@ -87,28 +125,31 @@ class GemmServiceImpl::StreamReactor final
       if (finish) FinishNow();
       return;
     }
-    std::shared_ptr<v1::GemmRequest> request = std::move(reading_);
+    std::shared_ptr<typename Messages::In> message = std::move(reading_);
+    const int count = Messages::Count(*message);
     {
       // NOTE: counted before the next read starts: that read can end (client done) on another
       // thread at once, and must not see zero requests in flight and finish the call while
-      // this one is still being handled (seen in CI: a lost response and a use after free).
+      // these are still being handled (seen in CI: a lost response and a use after free).
       absl::MutexLock lock(&mu_);
-      ++in_flight_;
+      in_flight_ += count;
     }
     StartNextRead();
-    Handle(std::move(request));
+    for (int i = 0; i < count; ++i) {
+      // Each request keeps the whole message alive (its operands may point into it).
+      Handle(std::shared_ptr<v1::GemmRequest>(message, Messages::At(message.get(), i)));
+    }
   }
 
   void OnWriteDone(bool ok) override {
     bool finish = false;
     {
       absl::MutexLock lock(&mu_);
-      writes_.pop_front();
       if (!ok) broken_ = true;
-      if (!writes_.empty() && !broken_) {
-        StartWrite(writes_.front().get());
+      if (!ready_.empty() && !broken_) {
+        StartWriteLocked();
       } else {
-        writing_ = false;
+        writing_.reset();
         finish = ShouldFinishLocked();
       }
     }
@@ -124,8 +165,14 @@ class GemmServiceImpl::StreamReactor final
 
  private:
   void StartNextRead() {
-    reading_ = std::make_shared<v1::GemmRequest>();
-    StartRead(reading_.get());
+    reading_ = std::make_shared<typename Messages::In>();
+    this->StartRead(reading_.get());
+  }
+
+  // Writes the next message made of ready responses (ready_ not empty).
+  void StartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    writing_ = Messages::Take(&ready_);
+    this->StartWrite(writing_.get());
   }
 
   // Submits one request (already counted in in_flight_).
@@ -141,7 +188,7 @@ class GemmServiceImpl::StreamReactor final
     auto item = std::make_shared<core::WorkItem>();
     item->request = std::move(*domain);
     item->arrival = arrival;
-    item->keep_alive = request;
+    item->keep_alive = std::move(request);
     item->cancelled = [ctx = context_] { return ctx->IsCancelled(); };
     item->done = [this, id](absl::StatusOr<core::GemmResult> result) {
       Complete(id, std::move(result));
@@ -153,10 +200,10 @@ class GemmServiceImpl::StreamReactor final
     auto response = std::make_unique<v1::GemmResponse>();
     response->set_request_id(id);
     if (result.ok()) {
-      service_->Observe("GemmStream", absl::StatusCode::kOk, &result->timing);
+      service_->Observe(Messages::kMethod, absl::StatusCode::kOk, &result->timing);
       ToProto(std::move(*result), response.get());
     } else {
-      service_->Observe("GemmStream", result.status().code(), nullptr);
+      service_->Observe(Messages::kMethod, result.status().code(), nullptr);
       response->mutable_error()->set_code(static_cast<int>(result.status().code()));
       response->mutable_error()->set_message(std::string(result.status().message()));
     }
@@ -167,11 +214,8 @@ class GemmServiceImpl::StreamReactor final
       if (broken_) {
         finish = ShouldFinishLocked();
       } else {
-        writes_.push_back(std::move(response));
-        if (!writing_) {
-          writing_ = true;
-          StartWrite(writes_.front().get());
-        }
+        ready_.push_back(std::move(response));
+        if (writing_ == nullptr) StartWriteLocked();
       }
     }
     if (finish) FinishNow();
@@ -181,7 +225,7 @@ class GemmServiceImpl::StreamReactor final
   // written. The caller then calls FinishNow() after releasing mu_: OnDone may delete this
   // reactor as soon as Finish() is called, so no lock of ours may still be held then.
   bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || in_flight_ > 0 || writing_) return false;
+    if (finished_ || in_flight_ > 0 || writing_ != nullptr) return false;
     if (!reads_done_ && !broken_) return false;
     finished_ = true;
     finish_status_ = broken_ && !reads_done_ ? grpc::Status::CANCELLED : grpc::Status::OK;
@@ -189,15 +233,15 @@ class GemmServiceImpl::StreamReactor final
   }
 
   // Ends the call with the status chosen by ShouldFinishLocked(); touches nothing afterwards.
-  void FinishNow() { Finish(finish_status_); }
+  void FinishNow() { this->Finish(finish_status_); }
 
   GemmServiceImpl* const service_;
   grpc::CallbackServerContext* const context_;
-  std::shared_ptr<v1::GemmRequest> reading_;  // only touched by the read chain
+  std::shared_ptr<typename Messages::In> reading_;  // only touched by the read chain
   absl::Mutex mu_;
-  std::deque<std::unique_ptr<v1::GemmResponse>> writes_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::unique_ptr<v1::GemmResponse>> ready_ ABSL_GUARDED_BY(mu_);  // not yet written
+  std::unique_ptr<typename Messages::Out> writing_ ABSL_GUARDED_BY(mu_);      // the write in flight
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
@@ -206,7 +250,12 @@ class GemmServiceImpl::StreamReactor final
 
 grpc::ServerBidiReactor<v1::GemmRequest, v1::GemmResponse>* GemmServiceImpl::GemmStream(
     grpc::CallbackServerContext* context) {
-  return new StreamReactor(this, context);
+  return new StreamReactor<SingleMessages>(this, context);
+}
+
+grpc::ServerBidiReactor<v1::GemmRequestPack, v1::GemmResponsePack>*
+GemmServiceImpl::GemmStreamPacked(grpc::CallbackServerContext* context) {
+  return new StreamReactor<PackedMessages>(this, context);
 }
 
 // Client-streaming upload of a resident matrix.

@@ -28,6 +28,8 @@ class GemmServiceImpl final : public v1::GemmService::CallbackService {
                                  v1::GemmResponse* response) override;
   grpc::ServerBidiReactor<v1::GemmRequest, v1::GemmResponse>* GemmStream(
       grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<v1::GemmRequestPack, v1::GemmResponsePack>* GemmStreamPacked(
+      grpc::CallbackServerContext* context) override;
   grpc::ServerReadReactor<v1::RegisterMatrixChunk>* RegisterMatrix(
       grpc::CallbackServerContext* context, v1::MatrixInfo* response) override;
   grpc::ServerUnaryReactor* ReleaseMatrix(grpc::CallbackServerContext* context,
@@ -50,7 +52,8 @@ class GemmServiceImpl final : public v1::GemmService::CallbackService {
                                              v1::ListSharedMemoryResponse* response) override;
 
  private:
-  class StreamReactor;
+  template <class Messages>
+  class StreamReactor;  // GemmStream and GemmStreamPacked
   class RegisterReactor;
   void Observe(absl::string_view method, absl::StatusCode code, const core::Timing* timing) const;
 

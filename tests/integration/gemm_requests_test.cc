@@ -180,6 +180,83 @@ TEST_F(GemmRequestsTest, StreamingOutOfOrderIdsAndPerRequestErrors) {
   EXPECT_EQ(static_cast<int>(seen.size()), kRequests);
 }
 
+// GemmStreamPacked: requests in packs of different sizes (an empty one included), one bad request
+// in a pack; every request answered exactly once, with its own result or error.
+TEST_F(GemmRequestsTest, PackedStreamAnswersEveryRequestOnce) {
+  grpc::ClientContext ctx;
+  auto stream = client().stub()->GemmStreamPacked(&ctx);
+  std::map<std::string, HostProblem> sent;
+  const int kPackSizes[] = {1, 8, 0, 17, 3, 11};
+  int next = 0;
+  for (int size : kPackSizes) {
+    v1::GemmRequestPack pack;
+    for (int j = 0; j < size; ++j, ++next) {
+      const int64_t m = 1 + (next * 37) % 150, n = 1 + (next * 11) % 70, k = 1 + (next * 53) % 200;
+      HostProblem p = RandomProblem(m, n, k, next % 2, next % 3 == 0, 1, 0, gen_);
+      v1::GemmRequest* req = pack.add_requests();
+      req->set_request_id(absl::StrCat("p", next));
+      FillProto(p, req->mutable_problem());
+      if (next == 12) req->mutable_problem()->set_k(-3);  // one bad request inside a pack
+      sent[req->request_id()] = std::move(p);
+    }
+    ASSERT_TRUE(stream->Write(pack));
+  }
+  stream->WritesDone();
+  v1::GemmResponsePack resp;
+  std::set<std::string> seen;
+  int packs = 0;
+  while (stream->Read(&resp)) {
+    ++packs;
+    EXPECT_GE(resp.responses_size(), 1) << "an empty response pack";
+    for (const v1::GemmResponse& r : resp.responses()) {
+      ASSERT_TRUE(sent.count(r.request_id())) << r.request_id();
+      EXPECT_TRUE(seen.insert(r.request_id()).second) << "answered twice: " << r.request_id();
+      if (r.request_id() == "p12") {
+        EXPECT_EQ(r.error().code(), grpc::StatusCode::INVALID_ARGUMENT);
+        EXPECT_NE(r.error().message().find("problem.k"), std::string::npos) << r.error().message();
+        continue;
+      }
+      EXPECT_EQ(r.error().code(), 0) << r.error().message();
+      ASSERT_EQ(r.outputs_size(), 1);
+      const HostProblem& p = sent[r.request_id()];
+      EXPECT_LE(OutputError(p, r.outputs(0)), Tolerance(p)) << r.request_id();
+    }
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(static_cast<int>(seen.size()), next);
+  EXPECT_LE(packs, next);
+}
+
+// A packed stream whose client is done before anything was answered, and one that sends only an
+// empty pack: both end OK with every request answered.
+TEST_F(GemmRequestsTest, PackedStreamsEndCleanly) {
+  for (int requests : {0, 1, 40}) {
+    SCOPED_TRACE(requests);
+    grpc::ClientContext ctx;
+    auto stream = client().stub()->GemmStreamPacked(&ctx);
+    v1::GemmRequestPack pack;
+    for (int i = 0; i < requests; ++i) {
+      HostProblem p = RandomProblem(1 + i % 5, 8, 16, i % 2, false, 1, 0, gen_);
+      v1::GemmRequest* req = pack.add_requests();
+      req->set_request_id(absl::StrCat(i));
+      FillProto(p, req->mutable_problem());
+    }
+    ASSERT_TRUE(stream->Write(pack));
+    stream->WritesDone();
+    v1::GemmResponsePack resp;
+    std::set<std::string> seen;
+    while (stream->Read(&resp)) {
+      for (const v1::GemmResponse& r : resp.responses()) {
+        EXPECT_EQ(r.error().code(), 0) << r.error().message();
+        EXPECT_TRUE(seen.insert(r.request_id()).second) << "answered twice: " << r.request_id();
+      }
+    }
+    EXPECT_TRUE(stream->Finish().ok());
+    EXPECT_EQ(static_cast<int>(seen.size()), requests);
+  }
+  EXPECT_TRUE(client().GetServerInfo().ok());
+}
+
 // Many short streams from several threads, each closed right after its last request: the
 // server must answer every request exactly once and end every stream OK, also when the client's
 // "done" reaches the server while the last request is still being handled (a server that finished

@@ -194,8 +194,14 @@ TEST(WorkloadTest, ParsesKeyValueFiles) {
   EXPECT_TRUE(*ParseLayoutNk("nk"));
   EXPECT_TRUE(*ParseOutputFp32("fp32"));
   EXPECT_TRUE(*ParsePriorityHigh("high"));
-  EXPECT_TRUE(*ParseStreaming("stream"));
-  EXPECT_FALSE(ParseStreaming("bidi").ok());
+  WorkloadSpec w;
+  ASSERT_TRUE(ParseRpc("stream", &w).ok());
+  EXPECT_TRUE(w.streaming && !w.packed);
+  ASSERT_TRUE(ParseRpc("Packed", &w).ok());
+  EXPECT_TRUE(w.streaming && w.packed);
+  ASSERT_TRUE(ParseRpc("unary", &w).ok());
+  EXPECT_FALSE(w.streaming || w.packed);
+  EXPECT_FALSE(ParseRpc("bidi", &w).ok());
 }
 
 TEST(WorkloadTest, PayloadBytes) {

@@ -5,7 +5,7 @@ runs whose JSON, CSV and HTML reports are parsed back and checked.
   /usr/bin/python3 tests/loadgen/run_loadgen_test.py --case closed \
       --loadgen build/client/loadgen/gemm_loadgen --server build/server/gemm_server --workdir /tmp/x
 
-Cases: closed, open, verify, shm, sync, stopped, interrupt.
+Cases: closed, open, verify, shm, sync, packed, stopped, interrupt.
 """
 
 import argparse
@@ -157,6 +157,7 @@ def case_open(a):
     check([p["target_rate"] for p in report["points"]] == [40, 80], "sweep points")
     for p in report["points"]:
         check_healthy_point(p)
+        check(p["stream_requests"] == p["stream_messages"] > 0, "GemmStream: one request a message")
         # An open loop delivers the offered rate (Poisson: allow sampling noise).
         check(0.6 * p["target_rate"] <= p["throughput_rps"] <= 1.4 * p["target_rate"],
               f"{p['label']}: throughput {p['throughput_rps']}")
@@ -239,6 +240,45 @@ def case_sync(a):
           f"sync with --rate: exit {out.returncode}")
 
 
+def case_packed(a):
+    # GemmStreamPacked: 16 callers on one stream (so requests share messages), closed and open
+    # loop, inline and shared-memory operands, every response checked; sync callers refused.
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        runs = [("closed", ["--concurrency=16", "--b=resident"]),
+                ("closed-shm", ["--concurrency=16", "--shm"]),
+                ("open", ["--rate=200", "--b=resident", "--arrival=poisson"])]
+        for name, flags in runs:
+            out, paths = run_loadgen(["--target=" + server.target, "--shapes=33x17x65,16x64x64",
+                                      "--rpc=packed", "--channels=1", "--streams_per_channel=1",
+                                      "--verify_fraction=1"] + flags + FAST,
+                                     a.loadgen, a.workdir, f"packed-{name}")
+            check(out.returncode == 0, f"{name}: exit {out.returncode}")
+            check(" packed" in out.stdout, f"{name}: workload line does not say packed")
+            report, _, _ = parse_reports(paths)
+            check(report["workload"]["rpc"] == "packed", f"workload {report['workload']}")
+            for p in report["points"]:
+                check_healthy_point(p)
+                check(p["verify"]["checked"] == p["requests_ok"], f"{name}: verify {p['verify']}")
+                check(p["verify"]["mismatches"] == 0, f"{name}: mismatches {p['verify']}")
+                check(p["issued"] >= p["requests_ok"], f"{name}: more answers than requests")
+                check(p["stream_requests"] >= p["stream_messages"] > 0,
+                      f"{name}: {p['stream_requests']} requests in {p['stream_messages']} messages")
+            if name.startswith("closed"):
+                # 16 callers on one stream: answers arrive together and their callers' next
+                # requests leave together, so some messages carry several.
+                p = report["points"][0]
+                check(p["stream_requests"] > p["stream_messages"],
+                      f"{name}: no message carried more than one request")
+        with GemmClient(server.target, timeout=10) as c:
+            left = [m.name for m in c.list_matrices()]
+        check(not left, f"resident matrices left behind: {left}")
+        out, _ = run_loadgen(["--target=" + server.target, "--shapes=16x16x16", "--concurrency=2",
+                              "--rpc=packed", "--client_api=sync"] + FAST,
+                             a.loadgen, a.workdir, "packed-sync")
+    check(out.returncode != 0 and "--rpc=packed needs --client_api=callback" in
+          out.stdout + out.stderr, f"packed with sync callers: exit {out.returncode}")
+
+
 def case_stopped(a):
     target = f"127.0.0.1:{free_port()}"  # nothing listens there
     out, paths = run_loadgen(["--target=" + target, "--shapes=16x16x16", "--concurrency=2",
@@ -282,7 +322,7 @@ def case_interrupt(a):
 
 
 CASES = {"closed": case_closed, "open": case_open, "verify": case_verify, "shm": case_shm,
-         "sync": case_sync, "stopped": case_stopped, "interrupt": case_interrupt}
+         "sync": case_sync, "packed": case_packed, "stopped": case_stopped, "interrupt": case_interrupt}
 
 
 def main():

@@ -24,6 +24,11 @@ class GemmServiceStub(object):
                 request_serializer=gemm_dot_v1_dot_gemm__service__pb2.GemmRequest.SerializeToString,
                 response_deserializer=gemm_dot_v1_dot_gemm__service__pb2.GemmResponse.FromString,
                 )
+        self.GemmStreamPacked = channel.stream_stream(
+                '/gemm.v1.GemmService/GemmStreamPacked',
+                request_serializer=gemm_dot_v1_dot_gemm__service__pb2.GemmRequestPack.SerializeToString,
+                response_deserializer=gemm_dot_v1_dot_gemm__service__pb2.GemmResponsePack.FromString,
+                )
         self.RegisterMatrix = channel.stream_unary(
                 '/gemm.v1.GemmService/RegisterMatrix',
                 request_serializer=gemm_dot_v1_dot_gemm__service__pb2.RegisterMatrixChunk.SerializeToString,
@@ -75,6 +80,18 @@ class GemmServiceServicer(object):
     def GemmStream(self, request_iterator, context):
         """Many requests over one stream. Responses carry the request's `request_id` and may arrive out
         of order. A failed request gets a response with `error` set; the stream stays open.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GemmStreamPacked(self, request_iterator, context):
+        """GemmStream with several requests (and responses) per message, so the transport's
+        per-message cost is paid once for all of them: a client shared by many callers sends the
+        requests that queued up while its previous write was in flight as one message, and the
+        server answers with every response that became ready while its previous write was out.
+        Nothing waits to fill a message. Per request, everything is as on GemmStream (request_id
+        required, responses out of order, a failure answers that request with `error`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -148,6 +165,11 @@ def add_GemmServiceServicer_to_server(servicer, server):
                     servicer.GemmStream,
                     request_deserializer=gemm_dot_v1_dot_gemm__service__pb2.GemmRequest.FromString,
                     response_serializer=gemm_dot_v1_dot_gemm__service__pb2.GemmResponse.SerializeToString,
+            ),
+            'GemmStreamPacked': grpc.stream_stream_rpc_method_handler(
+                    servicer.GemmStreamPacked,
+                    request_deserializer=gemm_dot_v1_dot_gemm__service__pb2.GemmRequestPack.FromString,
+                    response_serializer=gemm_dot_v1_dot_gemm__service__pb2.GemmResponsePack.SerializeToString,
             ),
             'RegisterMatrix': grpc.stream_unary_rpc_method_handler(
                     servicer.RegisterMatrix,
@@ -225,6 +247,23 @@ class GemmService(object):
         return grpc.experimental.stream_stream(request_iterator, target, '/gemm.v1.GemmService/GemmStream',
             gemm_dot_v1_dot_gemm__service__pb2.GemmRequest.SerializeToString,
             gemm_dot_v1_dot_gemm__service__pb2.GemmResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GemmStreamPacked(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(request_iterator, target, '/gemm.v1.GemmService/GemmStreamPacked',
+            gemm_dot_v1_dot_gemm__service__pb2.GemmRequestPack.SerializeToString,
+            gemm_dot_v1_dot_gemm__service__pb2.GemmResponsePack.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
