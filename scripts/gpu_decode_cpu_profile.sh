@@ -6,7 +6,8 @@
 #       build/client/gemm_client build/client/loadgen/gemm_loadgen /usr/bin/perf
 # Prints per-thread-name CPU of the server and of the load generator over 2 s of the steady
 # load, then (if perf runs here) a 2 s perf profile of the server by thread and library.
-# Server flags: SERVER_FLAGS. Allocator experiments: PRELOAD=/path/libjemalloc.so.2 goes into
+# Server flags: SERVER_FLAGS. The RPC: RPC_FLAGS (default "--rpc=stream --streams_per_channel=8";
+# e.g. "--rpc=packed --streams_per_channel=1"). Allocator experiments: PRELOAD=/path/libjemalloc.so.2 goes into
 # LD_PRELOAD of both processes. Reports under $OUT (default /tmp/gemm-decode-cpu).
 set -uo pipefail
 OUT=${OUT:-/tmp/gemm-decode-cpu}
@@ -23,7 +24,7 @@ for _ in $(seq 300); do
 done
 gemm_loadgen --target=127.0.0.1:50400 --warmup_s=1 --window_s=2 --max_windows=4 \
   --stable_windows=4 --progress=off --shm --b=resident --b_layout=nk --concurrency=64 \
-  --channels=8 --rpc=stream --streams_per_channel=8 --shapes=16x8192x8192 \
+  --channels=8 ${RPC_FLAGS:---rpc=stream --streams_per_channel=8} --shapes=16x8192x8192 \
   --verify_fraction=0.01 >"$OUT/load.txt" 2>&1 &
 lpid=$!
 sleep 2.5

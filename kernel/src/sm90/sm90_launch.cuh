@@ -5,7 +5,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>  // the cluster-occupancy cache
+#include <atomic>  // the cluster-occupancy and shared-memory caches
+#include <mutex>
 
 #include "sm90/sm90_kernel.cuh"
 #include "sm90/sm90_launch.h"
@@ -17,8 +18,22 @@ cudaError_t LaunchSm90(const KernelParams<P>& params_in, int sm_count, cudaStrea
                        int* grid_out, const SplitWorkspace& ws, int* split_out) {
   auto* kernel = &Sm90GemmKernel<BM, BN, kF32Out, kBKN, P>;
   const int smem = SmemBytes(BM, BN, params_in.stages);
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  if (err != cudaSuccess) return err;
+  int device = 0;
+  cudaGetDevice(&device);
+  // Raise the dynamic shared-memory limit only when this launch needs more than it was raised
+  // to on this device (a driver call on every launch otherwise). Raises are serialized so the
+  // recorded value never exceeds the attribute's.
+  static std::atomic<int> raised[64];
+  if (device >= 64 || raised[device].load(std::memory_order_acquire) < smem) {
+    static std::mutex raise_mu;
+    std::lock_guard<std::mutex> lock(raise_mu);
+    if (device >= 64 || raised[device].load(std::memory_order_relaxed) < smem) {
+      cudaError_t err =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      if (err != cudaSuccess) return err;
+      if (device < 64) raised[device].store(smem, std::memory_order_release);
+    }
+  }
   const int cs = params_in.cluster_m;
 
   cudaLaunchConfig_t cfg = {};
@@ -38,8 +53,6 @@ cudaError_t LaunchSm90(const KernelParams<P>& params_in, int sm_count, cudaStrea
   int max_clusters = sm_count / cs;
   if (cs > 1) {
     static std::atomic<int> cache[64][2];
-    int device = 0;
-    cudaGetDevice(&device);
     const int slot = cs == 2 ? 1 : 0;
     int cached = device < 64 ? cache[device][slot].load(std::memory_order_relaxed) : 0;
     if (cached == 0) {
