@@ -21,7 +21,7 @@ thread_local CallStream* t_completing = nullptr;
 
 struct Item {
   std::string id;
-  int shape;
+  int template_index;
 };
 
 // Fills one outgoing request. NOTE: the shared, read-only template Problem is spliced in instead
@@ -31,7 +31,7 @@ void SetRequest(const CallStream::Options& o, const Item& item, v1::GemmRequest*
   r->set_priority(o.priority);
   r->set_timeout_us(o.timeout_us);
   r->set_kernel(o.kernel);
-  r->unsafe_arena_set_allocated_problem(const_cast<v1::Problem*>(&o.problem(item.shape)));
+  r->unsafe_arena_set_allocated_problem(const_cast<v1::Problem*>(&o.problem(item.template_index)));
 }
 
 // GemmStream: one request per message.
@@ -102,7 +102,7 @@ class StreamImpl final : public CallStream,
       std::lock_guard<std::mutex> l(mu_);
       if (broken_ || done_ || closing_) return false;
       pending_[c->id] = c;
-      queue_.push_back(Item{c->id, c->shape});
+      queue_.push_back(Item{c->id, c->tmpl});
       next = NextLocked();
     }
     Do(next);

@@ -21,6 +21,8 @@ namespace gemm::loadgen {
 struct Call {
   int endpoint = 0;
   int shape = 0;
+  int dslot = 0;  // --shm: the output slot the server writes D into
+  int tmpl = 0;   // index of the request template (shape and output slot)
   int64_t intended_ns = 0;
   bool verify = false;
   std::unique_ptr<grpc::ClientContext> ctx;  // unary only
@@ -38,9 +40,9 @@ class CallStream {
     v1::Priority priority = v1::PRIORITY_NORMAL;
     int64_t timeout_us = 0;
     std::string kernel;
-    // The read-only template Problem of a shape; it is spliced into the outgoing message, not
-    // copied, and must outlive the stream.
-    std::function<const v1::Problem&(int shape)> problem;
+    // The read-only Problem of request template `Call::tmpl`; it is spliced into the
+    // outgoing message, not copied, and must outlive the stream.
+    std::function<const v1::Problem&(int template_index)> problem;
     // Told once per call sent: its response (status OK; the response may carry `error`) or the
     // stream's failure (resp null). Runs on gRPC's threads.
     std::function<void(Call*, const grpc::Status&, const v1::GemmResponse*)> complete;

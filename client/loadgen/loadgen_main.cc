@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -64,6 +65,10 @@ ABSL_FLAG(std::string, kernel, "", "GemmRequest.kernel: '' (server's choice) or 
 ABSL_FLAG(bool, shm, false,
           "Pass A (and inline B) and receive D through a POSIX shared-memory region registered on "
           "each target (servers on this host only)");
+ABSL_FLAG(int64_t, shm_output_slots, 0,
+          "--shm: output slots per shape, so each request in flight has its own D (as a real "
+          "client's outputs would); 0: the largest --concurrency of the sweep (open loop: 64). "
+          "Requests beyond the slots share one.");
 ABSL_FLAG(std::string, concurrency, "",
           "Closed loop: requests in flight; a value, list (1,4,16) or sweep (1:64:x2, 4:32:+4). "
           "Default 1 when --rate is not given");
@@ -327,6 +332,14 @@ int main(int argc, char** argv) {
   ro.error_backoff_ms = absl::GetFlag(FLAGS_error_backoff_ms);
   ro.rpc_timeout_s = absl::GetFlag(FLAGS_rpc_timeout_s);
   ro.seed = absl::GetFlag(FLAGS_seed);
+  ro.shm_output_slots = absl::GetFlag(FLAGS_shm_output_slots);
+  if (ro.shm_output_slots < 0 || ro.shm_output_slots > 4096) {
+    return Fail(absl::InvalidArgumentError("--shm_output_slots: 0..4096"));
+  }
+  if (ro.shm_output_slots == 0) {
+    ro.shm_output_slots =
+        open_loop ? 64 : static_cast<int64_t>(*std::max_element(levels->begin(), levels->end()));
+  }
   ro.progress = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
   ro.stop = &g_stop;
 

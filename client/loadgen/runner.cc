@@ -57,7 +57,8 @@ struct ShapeData {
   int64_t request_bytes = 0;
   int64_t response_bytes = 0;
   // --shm: offsets of A, B (inline only) and D in the shared-memory region.
-  int64_t a_off = 0, b_off = 0, d_off = 0;
+  // D slot k (of RunnerOptions::shm_output_slots) is at d_off + k * d_stride.
+  int64_t a_off = 0, b_off = 0, d_off = 0, d_stride = 0;
   // Verification: output positions (row-major index), their float64 reference, and the sum of
   // |a_ik * b_kj| there (the scale of the accumulation's rounding error).
   std::vector<int64_t> positions;
@@ -97,9 +98,11 @@ class Runner::Impl {
   // --shm: creates the region (A, inline B, a D slot per shape), registers it on every target.
   absl::Status SetUpSharedMemory();
   // The output bytes of a response for shape `s` (from the region with --shm).
-  absl::string_view OutputBytes(const ShapeData& s, const v1::GemmResponse& resp) const;
+  absl::string_view OutputBytes(const Call& c, const v1::GemmResponse& resp) const;
+  // Index of the template for a shape and output slot in templates_[group].
+  int TemplateIndex(int shape, int dslot) const { return shape * d_slots_ + dslot; }
   void PrepareVerification(ShapeData& s);
-  bool Verify(const ShapeData& s, const v1::GemmResponse& resp, std::string* why) const;
+  bool Verify(const Call& c, const v1::GemmResponse& resp, std::string* why) const;
   void DispatchLoop(double level);
   // Closed loop with --client_api=sync: runs `callers` SyncCaller threads until the point ends.
   void RunSyncCallers(int64_t callers);
@@ -109,6 +112,9 @@ class Runner::Impl {
   // Draws `c`'s shape and verify decision, and its request id when streaming.
   // Caller holds issue_mu_.
   void PickLocked(Call* c);
+  // --shm: fills the output slot of a call that will be verified with NaN, so a response that
+  // did not write D fails verification instead of passing on an earlier request's result.
+  void PoisonOutput(const Call& c);
   // Opens the stream of slot `slot` (GemmStream or GemmStreamPacked) to the slot's endpoint.
   std::unique_ptr<CallStream> OpenStream(int slot);
   // The gRPC deadline of a request sent now.
@@ -140,8 +146,13 @@ class Runner::Impl {
   std::vector<Endpoint> endpoints_;
   std::vector<ShapeData> shapes_;
   std::discrete_distribution<int> shape_pick_;
-  // Request templates [group][shape]; group = target index for resident B, else 0.
+  // Request templates [group][TemplateIndex(shape, output slot)]; group = target index for
+  // resident B, else 0.
   std::vector<std::vector<v1::GemmRequest>> templates_;
+  // --shm: D slots per shape, and those no request in flight writes (guarded by issue_mu_;
+  // when none is free, requests share one, which verification tolerates: same inputs).
+  int d_slots_ = 1;
+  std::vector<int> free_dslots_;
   // Resident handles registered: (target index, handle).
   std::vector<std::pair<int, std::string>> handles_;
   // --shm: the region and the targets it is registered on.
@@ -213,6 +224,8 @@ absl::Status Runner::Impl::Init() {
   }
   shape_pick_ = std::discrete_distribution<int>(weights.begin(), weights.end());
   if (w.shared_memory) {
+    d_slots_ = static_cast<int>(std::max<int64_t>(1, options_.shm_output_slots));
+    for (int i = d_slots_ - 1; i >= 0; --i) free_dslots_.push_back(i);
     if (absl::Status s = SetUpSharedMemory(); !s.ok()) return s;
   }
 
@@ -221,40 +234,46 @@ absl::Status Runner::Impl::Init() {
   templates_.assign(groups, {});
   for (int g = 0; g < groups; ++g) {
     for (const ShapeData& s : shapes_) {
-      v1::GemmRequest req;
-      v1::Problem* p = req.mutable_problem();
-      p->set_m(s.spec.m);
-      p->set_n(s.spec.n);
-      p->set_k(s.spec.k);
-      auto ref = [&](v1::SharedMemoryRef* r, int64_t off, int64_t bytes) {
-        r->set_region(shm_name_);
-        r->set_offset(off);
-        r->set_byte_size(bytes);
-      };
-      if (w.shared_memory) {
-        ref(p->mutable_a_shm(), s.a_off, s.a.size());
-        ref(p->mutable_d_shm(), s.d_off, s.response_bytes);
-      } else {
-        p->set_a(s.a);
-      }
+      std::string handle;
       if (w.b_source == BSource::kResident) {
-        absl::StatusOr<std::string> handle = RegisterB(g, s);
-        if (!handle.ok()) return handle.status();
-        handles_.emplace_back(g, *handle);
-        p->set_b_handle(*handle);
-      } else {
-        if (w.shared_memory) {
-          ref(p->mutable_b_shm(), s.b_off, s.b.size());
-        } else {
-          p->set_b(s.b);
-        }
-        p->set_b_layout(w.b_nk ? v1::B_LAYOUT_NK : v1::B_LAYOUT_KN);
+        absl::StatusOr<std::string> h = RegisterB(g, s);
+        if (!h.ok()) return h.status();
+        handles_.emplace_back(g, *h);
+        handle = *h;
       }
-      p->set_output_dtype(w.output_fp32 ? v1::DTYPE_FP32 : v1::DTYPE_BF16);
-      req.set_priority(w.priority_high ? v1::PRIORITY_HIGH : v1::PRIORITY_NORMAL);
-      req.set_timeout_us(w.deadline_us);
-      req.set_kernel(w.kernel);
-      templates_[g].push_back(std::move(req));
+      for (int dslot = 0; dslot < d_slots_; ++dslot) {
+        v1::GemmRequest req;
+        v1::Problem* p = req.mutable_problem();
+        p->set_m(s.spec.m);
+        p->set_n(s.spec.n);
+        p->set_k(s.spec.k);
+        auto ref = [&](v1::SharedMemoryRef* r, int64_t off, int64_t bytes) {
+          r->set_region(shm_name_);
+          r->set_offset(off);
+          r->set_byte_size(bytes);
+        };
+        if (w.shared_memory) {
+          ref(p->mutable_a_shm(), s.a_off, s.a.size());
+          ref(p->mutable_d_shm(), s.d_off + dslot * s.d_stride, s.response_bytes);
+        } else {
+          p->set_a(s.a);
+        }
+        if (w.b_source == BSource::kResident) {
+          p->set_b_handle(handle);
+        } else {
+          if (w.shared_memory) {
+            ref(p->mutable_b_shm(), s.b_off, s.b.size());
+          } else {
+            p->set_b(s.b);
+          }
+          p->set_b_layout(w.b_nk ? v1::B_LAYOUT_NK : v1::B_LAYOUT_KN);
+        }
+        p->set_output_dtype(w.output_fp32 ? v1::DTYPE_FP32 : v1::DTYPE_BF16);
+        req.set_priority(w.priority_high ? v1::PRIORITY_HIGH : v1::PRIORITY_NORMAL);
+        req.set_timeout_us(w.deadline_us);
+        req.set_kernel(w.kernel);
+        templates_[g].push_back(std::move(req));
+      }
     }
   }
 
@@ -300,9 +319,10 @@ absl::Status Runner::Impl::SetUpSharedMemory() {
   for (ShapeData& s : shapes_) {
     s.a_off = take(s.a.size());
     if (inline_b) s.b_off = take(s.b.size());
-    // NOTE: one D slot per shape, shared by every request of the shape: concurrent requests write
-    // the same values (up to summation order), so verification still holds.
-    s.d_off = take(s.response_bytes);
+    // D slots: each request in flight writes its own (as a real client's outputs would be),
+    // unless more are in flight than there are slots.
+    s.d_stride = (s.response_bytes + kAlign - 1) / kAlign * kAlign;
+    s.d_off = take(s.d_stride * d_slots_);
   }
   const std::string tag = absl::StrCat("gemm_loadgen_", getpid(), "_", options_.seed);
   auto shm = PosixShm::Create(absl::StrCat("/", tag), size);
@@ -330,11 +350,12 @@ absl::Status Runner::Impl::SetUpSharedMemory() {
   return absl::OkStatus();
 }
 
-absl::string_view Runner::Impl::OutputBytes(const ShapeData& s,
-                                            const v1::GemmResponse& resp) const {
+absl::string_view Runner::Impl::OutputBytes(const Call& c, const v1::GemmResponse& resp) const {
+  const ShapeData& s = shapes_[c.shape];
   if (shm_ != nullptr) {
     if (resp.outputs_size() != 1 || !resp.outputs(0).data().empty()) return {};
-    return absl::string_view(shm_->data() + s.d_off, s.response_bytes);
+    const int64_t slot = std::max(0, c.dslot);
+    return absl::string_view(shm_->data() + s.d_off + slot * s.d_stride, s.response_bytes);
   }
   if (resp.outputs_size() != 1) return {};
   return resp.outputs(0).data();
@@ -366,14 +387,14 @@ void Runner::Impl::PrepareVerification(ShapeData& s) {
   }
 }
 
-bool Runner::Impl::Verify(const ShapeData& s, const v1::GemmResponse& resp,
-                          std::string* why) const {
+bool Runner::Impl::Verify(const Call& c, const v1::GemmResponse& resp, std::string* why) const {
   const bool fp32 = options_.workload.output_fp32;
   if (resp.outputs_size() != 1) {
     *why = absl::StrCat("expected 1 output, got ", resp.outputs_size());
     return false;
   }
-  const absl::string_view data = OutputBytes(s, resp);
+  const ShapeData& s = shapes_[c.shape];
+  const absl::string_view data = OutputBytes(c, resp);
   if (static_cast<int64_t>(data.size()) != s.response_bytes) {
     *why = absl::StrCat("output has ", data.size(), " bytes, expected ", s.response_bytes);
     return false;
@@ -411,10 +432,10 @@ void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmR
   bool verified = false, mismatch = false;
   if (ok) {
     std::string why;
-    const bool size_ok = static_cast<int64_t>(OutputBytes(s, *resp).size()) == s.response_bytes;
+    const bool size_ok = static_cast<int64_t>(OutputBytes(*c, *resp).size()) == s.response_bytes;
     if (c->verify || !size_ok) {
       verified = true;
-      mismatch = s.positions.empty() ? !size_ok : !Verify(s, *resp, &why);
+      mismatch = s.positions.empty() ? !size_ok : !Verify(*c, *resp, &why);
       if (!size_ok && why.empty()) why = "output size does not match the shape";
       if (mismatch && mismatch_logs_.fetch_add(1) < kMaxMismatchLogs) {
         std::fprintf(stderr, "\ngemm_loadgen: MISMATCH in %s response: %s\n", s.spec.Name().c_str(),
@@ -457,6 +478,10 @@ void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmR
   if (c->ctx) {
     std::lock_guard<std::mutex> l(live_mu_);
     live_.erase(c);
+  }
+  if (c->dslot >= 0) {
+    std::lock_guard<std::mutex> l(issue_mu_);
+    free_dslots_.push_back(c->dslot);
   }
   delete c;
   outstanding_.fetch_sub(1);
@@ -504,6 +529,7 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
       c->endpoint = static_cast<int>(round_robin_++ % endpoints_.size());
     }
   }
+  PoisonOutput(*c);
   if (!claimed) outstanding_.fetch_add(1);
   issued_.fetch_add(1);
   if (w.streaming) {
@@ -533,7 +559,7 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
     std::lock_guard<std::mutex> l(live_mu_);
     live_.insert(c);
   }
-  const v1::GemmRequest& req = templates_[TemplateGroup(c->endpoint)][c->shape];
+  const v1::GemmRequest& req = templates_[TemplateGroup(c->endpoint)][c->tmpl];
   endpoints_[e].stub->async()->Gemm(c->ctx.get(), &req, &c->resp, [this, c](grpc::Status status) {
     Complete(c, status, &c->resp);
   });
@@ -550,9 +576,7 @@ std::unique_ptr<CallStream> Runner::Impl::OpenStream(int slot) {
   o.timeout_us = w.deadline_us;
   o.kernel = w.kernel;
   const std::vector<v1::GemmRequest>* templates = &templates_[TemplateGroup(endpoint)];
-  o.problem = [templates](int shape) -> const v1::Problem& {
-    return (*templates)[shape].problem();
-  };
+  o.problem = [templates](int tmpl) -> const v1::Problem& { return (*templates)[tmpl].problem(); };
   o.complete = [this](Call* c, const grpc::Status& status, const v1::GemmResponse* resp) {
     Complete(c, status, resp);
   };
@@ -561,8 +585,21 @@ std::unique_ptr<CallStream> Runner::Impl::OpenStream(int slot) {
   return CallStream::Open(std::move(o));
 }
 
+void Runner::Impl::PoisonOutput(const Call& c) {
+  if (shm_ == nullptr || !c.verify || c.dslot < 0) return;  // a shared slot is not ours alone
+  const ShapeData& s = shapes_[c.shape];
+  std::memset(shm_->data() + s.d_off + c.dslot * s.d_stride, 0xFF, s.response_bytes);
+}
+
 void Runner::Impl::PickLocked(Call* c) {
   c->shape = shape_pick_(rng_);
+  if (free_dslots_.empty()) {  // more in flight than slots: share one (not returned)
+    c->dslot = -1;
+  } else {
+    c->dslot = free_dslots_.back();
+    free_dslots_.pop_back();
+  }
+  c->tmpl = TemplateIndex(c->shape, std::max(0, c->dslot));
   c->verify = options_.verify_fraction > 0 &&
               std::uniform_real_distribution<double>(0, 1)(rng_) < options_.verify_fraction;
   if (options_.workload.streaming) c->id = absl::StrCat(next_id_++);
@@ -615,6 +652,7 @@ void Runner::Impl::SyncCaller(int caller) {
       std::lock_guard<std::mutex> l(issue_mu_);
       PickLocked(c);
     }
+    PoisonOutput(*c);
     outstanding_.fetch_add(1);
     issued_.fetch_add(1);
     c->intended_ns = NowNs();
@@ -623,7 +661,7 @@ void Runner::Impl::SyncCaller(int caller) {
     if (!w.streaming) {
       grpc::ClientContext ctx;
       ctx.set_deadline(Deadline());
-      status = stub->Gemm(&ctx, templates[c->shape], &resp);
+      status = stub->Gemm(&ctx, templates[c->tmpl], &resp);
       answered = status.ok();
     } else {
       if (stream == nullptr) {
@@ -633,7 +671,7 @@ void Runner::Impl::SyncCaller(int caller) {
       wire.set_request_id(c->id);
       // NOTE: as in CallStream, the shared read-only template Problem is borrowed, not copied.
       wire.unsafe_arena_set_allocated_problem(
-          const_cast<v1::Problem*>(&templates[c->shape].problem()));
+          const_cast<v1::Problem*>(&templates[c->tmpl].problem()));
       const bool wrote = stream->Write(wire);
       wire.unsafe_arena_release_problem();
       answered = wrote && stream->Read(&resp);

@@ -52,7 +52,10 @@ struct RunnerOptions {
   double error_backoff_ms = 10;     // closed loop: pause after a failed request (avoids spinning)
   double rpc_timeout_s = 60;        // gRPC deadline of every request
   uint64_t seed = 1;                // operand data, shape mix, arrivals, verify sampling
-  bool progress = false;            // live progress line on stderr
+  // --shm: output (D) slots per shape in the region; a request in flight writes a slot of its
+  // own while one is free (else it shares one). Size it to the requests kept in flight.
+  int64_t shm_output_slots = 1;
+  bool progress = false;                    // live progress line on stderr
   const std::atomic<bool>* stop = nullptr;  // set to end the run early (Ctrl-C)
 };
 
