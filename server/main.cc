@@ -72,6 +72,11 @@ ABSL_FLAG(int32_t, completion_threads_per_device, 8,
 ABSL_FLAG(int32_t, max_units_in_flight_per_device, 0,
           "CUDA: a GPU pulls more work from the queue only while fewer units (kernel-call groups: "
           "a coalesced batch or a request) than this are in flight on it; 0: no bound.");
+ABSL_FLAG(double, max_work_in_flight_ms_per_device, 0,
+          "CUDA: a GPU pulls more work from the queue only while the work in flight on it, "
+          "estimated from FLOPs and bytes at the GPU's peak rates, is under this many "
+          "milliseconds (one launch thread pulling at a time); 0: no bound. Keeps large requests "
+          "in the shared queue for whichever GPU frees up first, leaves small ones unbounded.");
 ABSL_FLAG(bool, replicate_resident, false, "CUDA: place resident matrices on every GPU.");
 ABSL_FLAG(bool, self_test, true, "CUDA: self-test the kernel against cuBLASLt at start-up.");
 ABSL_FLAG(
@@ -130,6 +135,7 @@ Options OptionsFromFlags() {
   o.cuda.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);
   o.cuda.batched_copies = absl::GetFlag(FLAGS_batched_copies);
   o.cuda.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);
+  o.cuda.max_work_in_flight_ms_per_device = absl::GetFlag(FLAGS_max_work_in_flight_ms_per_device);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
   o.cuda.self_test = absl::GetFlag(FLAGS_self_test);
 #endif

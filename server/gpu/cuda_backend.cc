@@ -35,7 +35,8 @@ class CudaBackend final : public core::Backend {
       executors_.push_back(std::make_unique<Executor>(
           d, staging_.get(), copier_.get(),
           Executor::Config{options.launch_threads_per_device, options.completion_threads_per_device,
-                           options.batched_copies, options.max_units_in_flight_per_device}));
+                           options.batched_copies, options.max_units_in_flight_per_device,
+                           options.max_work_in_flight_ms_per_device * 1e3}));
     }
   }
 
@@ -177,6 +178,9 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
       options.completion_threads_per_device < 1 || options.completion_threads_per_device > 64) {
     return absl::InvalidArgumentError(
         "launch_threads_per_device and completion_threads_per_device must be in [1, 64]");
+  }
+  if (!(options.max_work_in_flight_ms_per_device >= 0)) {
+    return absl::InvalidArgumentError("max_work_in_flight_ms_per_device must be >= 0");
   }
   if (options.max_units_in_flight_per_device < 0) {
     return absl::InvalidArgumentError("max_units_in_flight_per_device must be >= 0");

@@ -34,6 +34,9 @@ struct CudaBackendOptions {
   // A GPU's launch threads pull more work only while fewer units than this are in flight on it
   // (0: no bound); keeps work in the shared queue, where the least busy GPU takes it.
   int max_units_in_flight_per_device = 0;
+  // A GPU's launch threads pull more work only while its estimated GPU work in flight is under
+  // this many milliseconds (0: no bound).
+  double max_work_in_flight_ms_per_device = 0;
   // Submit a unit's contiguous copies to and from pinned host memory (staging, registered shared
   // memory) with one cudaMemcpyBatchAsync call each way (else one cudaMemcpy2DAsync per copy).
   // Default true.

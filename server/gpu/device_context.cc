@@ -19,6 +19,19 @@ absl::StatusOr<std::shared_ptr<DeviceContext>> DeviceContext::Create(const Optio
   ctx->cc_minor_ = prop.minor;
   ctx->sms_ = prop.multiProcessorCount;
   ctx->memory_bytes_ = static_cast<int64_t>(prop.totalGlobalMem);
+  // 4096 BF16 FLOP per SM per clock (Hopper and Blackwell dense tensor cores); DDR: two transfers
+  // per memory clock. Fallbacks (an H100 SXM's) where an attribute is missing.
+  int clock_khz = 0, mem_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, options.ordinal) != cudaSuccess ||
+      cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, options.ordinal) !=
+          cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, options.ordinal) !=
+          cudaSuccess) {
+    (void)cudaGetLastError();
+  }
+  ctx->peak_flop_per_us_ = clock_khz > 0 ? 4096.0 * ctx->sms_ * clock_khz * 1e-3 : 9.9e8;
+  ctx->peak_bytes_per_us_ =
+      mem_khz > 0 && bus_bits > 0 ? 2.0 * mem_khz * 1e-3 * bus_bits / 8.0 : 3.35e6;
 
   auto pool = DevicePool::Create({.device = options.ordinal, .cap_bytes = options.pool_cap_bytes});
   if (!pool.ok()) return pool.status();

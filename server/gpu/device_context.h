@@ -57,6 +57,10 @@ class DeviceContext {
   int cc_minor() const { return cc_minor_; }
   int multiprocessors() const { return sms_; }
   int64_t memory_bytes() const { return memory_bytes_; }
+  // Nominal peaks from the clocks (BF16 dense tensor FLOP per microsecond, DRAM bytes per
+  // microsecond), for estimating how long work will keep the device busy.
+  double peak_flop_per_us() const { return peak_flop_per_us_; }
+  double peak_bytes_per_us() const { return peak_bytes_per_us_; }
   DevicePool& pool() { return *pool_; }
   const DevicePool& pool() const { return *pool_; }
   cudaStream_t upload_stream() const { return upload_stream_; }
@@ -93,6 +97,7 @@ class DeviceContext {
   std::string name_;
   int cc_major_ = 0, cc_minor_ = 0, sms_ = 0;
   int64_t memory_bytes_ = 0;
+  double peak_flop_per_us_ = 0, peak_bytes_per_us_ = 0;
   std::unique_ptr<DevicePool> pool_;
   std::vector<StreamSlot> normal_;
   std::vector<StreamSlot> high_;

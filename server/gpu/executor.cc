@@ -80,6 +80,7 @@ struct Unit {
   bool explicit_kernel = false;
   std::string kernel_name;
   int64_t batch_rows = 0;
+  double est_us = 0;  // estimated GPU time, counted in the executor's work in flight
 
   // Plan (offsets relative to the device allocation / staging block).
   std::vector<InCopy> ins;
@@ -428,8 +429,15 @@ Executor::Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, 
     : device_(std::move(device)),
       staging_(staging),
       copier_(copier),
-      config_{std::max(1, config.launch), std::max(1, config.completion), config.batched_copies,
-              std::max(0, config.max_in_flight)} {}
+      config_(Normalized(config)) {}
+
+Executor::Config Executor::Normalized(Config c) {
+  c.launch = std::max(1, c.launch);
+  c.completion = std::max(1, c.completion);
+  c.max_in_flight = std::max(0, c.max_in_flight);
+  c.max_work_in_flight_us = std::max(0.0, c.max_work_in_flight_us);
+  return c;
+}
 
 void Executor::HostCopy(std::span<const CopyJob> jobs) {
   if (copier_ != nullptr) {
@@ -482,16 +490,16 @@ void Executor::PullLoop(core::WorkSource* source) {
   absl::Status st = CudaStatus(cudaSetDevice(device_->ordinal()), "cudaSetDevice");
   if (!st.ok()) GEMM_LOG(ERROR) << "executor for device " << device_->ordinal() << ": " << st;
   while (true) {
-    if (config_.max_in_flight > 0) {
+    if (bounded()) {
       // Hold a slot (pulling_) from here until RunBatch counts the batch's units, so launch
       // threads pulling at once cannot overshoot the bound between them.
       absl::MutexLock lock(&mu_);
-      while (in_flight_ + pulling_ >= config_.max_in_flight) slot_cv_.Wait(&mu_);
+      while (!MayPullLocked()) slot_cv_.Wait(&mu_);
       ++pulling_;
     }
     std::optional<core::Batch> batch = source->Next(device_->ordinal());
     if (!batch.has_value()) {
-      if (config_.max_in_flight > 0) {
+      if (bounded()) {
         absl::MutexLock lock(&mu_);
         --pulling_;
         slot_cv_.SignalAll();  // the others waiting for a slot must see the end too
@@ -502,6 +510,39 @@ void Executor::PullLoop(core::WorkSource* source) {
   }
   absl::MutexLock lock(&mu_);
   if (++pullers_done_ == config_.launch && in_flight_ == 0) work_cv_.SignalAll();  // all exit
+}
+
+bool Executor::MayPullLocked() const {
+  if (config_.max_in_flight > 0 && in_flight_ + pulling_ >= config_.max_in_flight) return false;
+  // The work bound lets one thread pull at a time: a batch's size is known only once pulled.
+  if (config_.max_work_in_flight_us > 0 &&
+      (pulling_ > 0 || work_in_flight_us_ >= config_.max_work_in_flight_us)) {
+    return false;
+  }
+  return true;
+}
+
+double Executor::EstimateUs(const Unit& unit) const {
+  double flops = 0, bytes = 0;
+  for (const auto& item : unit.items) {
+    for (const core::Problem& p : item->request.problems) {
+      const double count = static_cast<double>(p.count);
+      const double m = static_cast<double>(p.m), n = static_cast<double>(p.n),
+                   k = static_cast<double>(p.k);
+      const double out = p.out_dtype == core::DType::kFP32 ? 4 : 2;
+      flops += 2 * m * n * k * count;
+      bytes += count * (2 * m * k + out * m * n) + 2 * k * n * (p.b.empty() ? 1 : count);
+    }
+  }
+  return std::max(flops / device_->peak_flop_per_us(), bytes / device_->peak_bytes_per_us());
+}
+
+void Executor::CountInFlightLocked(Unit& unit) {
+  ++in_flight_;
+  if (config_.max_work_in_flight_us > 0) {
+    unit.est_us = EstimateUs(unit);
+    work_in_flight_us_ += unit.est_us;
+  }
 }
 
 void Executor::RunBatch(core::Batch batch) {
@@ -551,8 +592,8 @@ void Executor::RunBatch(core::Batch batch) {
   {
     // The batch's units take over the slot its launch thread held while pulling it.
     absl::MutexLock lock(&mu_);
-    in_flight_ += static_cast<int64_t>(units.size());
-    if (config_.max_in_flight > 0) {
+    for (auto& u : units) CountInFlightLocked(*u);
+    if (bounded()) {
       --pulling_;
       slot_cv_.Signal();  // an empty batch (all items dropped) frees its slot
     }
@@ -572,7 +613,7 @@ void Executor::RunItemsAlone(Unit* u) {
     one->items.push_back(std::move(item));
     {
       absl::MutexLock lock(&mu_);
-      ++in_flight_;
+      CountInFlightLocked(*one);
     }
     RunUnit(std::move(one));
   }
@@ -830,8 +871,10 @@ void Executor::CompletionLoop() {
       u = done_queue_.front();
       done_queue_.pop_front();
     }
+    const double est_us = u->est_us;
     Complete(std::unique_ptr<Unit>(u));
     absl::MutexLock lock(&mu_);
+    work_in_flight_us_ = std::max(0.0, work_in_flight_us_ - est_us);
     slot_cv_.Signal();
     if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
   }

@@ -42,6 +42,12 @@ class Executor {
     // in the batcher, where any device (and more coalescing) can take it, instead of queuing on
     // one GPU's streams. 0: no bound.
     int max_in_flight = 0;
+    // A launch thread pulls the next batch only while the GPU work in flight on the device (units
+    // pulled and not completed, each estimated from its FLOPs and bytes at the device's peak
+    // rates) is under this many microseconds, and one thread at a time. Keeps a few large units
+    // per GPU (the rest waits in the shared queue for whichever GPU frees up first) while small
+    // ones stay effectively unbounded. 0: no bound.
+    double max_work_in_flight_us = 0;
   };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.
@@ -66,7 +72,16 @@ class Executor {
   const DeviceContext& device() const { return *device_; }
 
  private:
+  // `c` with counts clamped to their valid ranges (every other field kept as given).
+  static Config Normalized(Config c);
   void PullLoop(core::WorkSource* source);
+  // Whether a launch thread may pull a batch now (the in-flight bounds).
+  bool MayPullLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool bounded() const { return config_.max_in_flight > 0 || config_.max_work_in_flight_us > 0; }
+  // Estimated GPU time of `unit` at the device's peak rates (microseconds).
+  double EstimateUs(const Unit& unit) const;
+  // Counts `unit` in flight (units and estimated work).
+  void CountInFlightLocked(Unit& unit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBatch(core::Batch batch);
   // Plans, allocates and enqueues `unit`; completes it (now or via the completion thread).
   void RunUnit(std::unique_ptr<Unit> unit);
@@ -97,6 +112,7 @@ class Executor {
   std::deque<std::function<void()>> answers_ ABSL_GUARDED_BY(mu_);
   absl::CondVar work_cv_;  // signalled when done_queue_ or answers_ grows, or all work is over
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  double work_in_flight_us_ ABSL_GUARDED_BY(mu_) = 0;  // estimated, of the units in flight
   int pulling_ ABSL_GUARDED_BY(mu_) = 0;  // launch threads holding a slot for the batch they pull
   absl::CondVar slot_cv_;                 // signalled when a unit completes (in_flight_ drops)
   int pullers_done_ ABSL_GUARDED_BY(mu_) = 0;

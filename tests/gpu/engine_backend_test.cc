@@ -343,13 +343,14 @@ TEST_F(EngineTest, LaunchThreadsSharingOneStreamNeverInterleaveUnits) {
 // tensor work and 14 MiB of result per 4 MiB of A), each its own unit, with
 // `max_units_in_flight_per_device` = `bound`; returns the most requests that were handed to the
 // device and not yet answered whenever one of its 4 launch threads asked for more work.
-int64_t MaxAheadOfAnswers(int bound, absl::BitGen& gen) {
+int64_t MaxAheadOfAnswers(int bound, absl::BitGen& gen, double work_bound_ms = 0) {
   std::atomic<int64_t> answered{0};
   std::atomic<int64_t> most{0};
   std::atomic<FakeSource*> source{nullptr};  // set once the harness exists
   CudaBackendOptions o = FastOptions();
   o.launch_threads_per_device = 4;
   o.max_units_in_flight_per_device = bound;
+  o.max_work_in_flight_ms_per_device = work_bound_ms;
   o.staging_bytes = 1024 << 20;
   Harness h(o, [&] {
     FakeSource* s = source.load();
@@ -401,6 +402,20 @@ TEST_F(EngineTest, LaunchThreadsPullOnlyWhileUnitsInFlightAreUnderTheBound) {
   EXPECT_LE(bounded, 2);
   GTEST_LOG_(INFO) << "requests handed to the device and not answered, at most: " << unbounded
                    << " without a bound, " << bounded << " with max_units_in_flight_per_device=2";
+}
+
+// The bound on estimated work: each request (M=256 against 28672x8192) is ~0.11 ms at an H100's or
+// H200's peak rates, so a 0.3 ms bound lets at most 3 run ahead of the answers (the third is
+// pulled while 0.22 ms are in flight), and one thread pulls at a time.
+TEST_F(EngineTest, LaunchThreadsPullOnlyWhileEstimatedWorkInFlightIsUnderTheBound) {
+  const int64_t unbounded = MaxAheadOfAnswers(0, gen_);
+  EXPECT_GT(unbounded, 3) << "the load never got ahead of the GPU";
+  const int64_t bounded = MaxAheadOfAnswers(0, gen_, /*work_bound_ms=*/0.3);
+  EXPECT_GE(bounded, 1);
+  EXPECT_LE(bounded, 3);
+  GTEST_LOG_(INFO) << "requests handed to the device and not answered, at most: " << unbounded
+                   << " without a bound, " << bounded
+                   << " with max_work_in_flight_ms_per_device=0.3";
 }
 
 TEST_F(EngineTest, PoolReturnsToIdleAfterConcurrentLoad) {
