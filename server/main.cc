@@ -69,6 +69,13 @@ ABSL_FLAG(bool, batched_copies, true,
           "cudaMemcpyBatchAsync call each way instead of one call per copy.");
 ABSL_FLAG(int32_t, completion_threads_per_device, 8,
           "CUDA: threads per GPU that complete finished work and answer the requests.");
+ABSL_FLAG(bool, spread_answers, true,
+          "CUDA: answer a finished batch's requests on all completion threads at once (else all "
+          "on the thread that completed it, one after another, with no thread hand-offs).");
+ABSL_FLAG(bool, serial_kernels, false,
+          "CUDA: run every unit's kernels on one compute stream per GPU (per priority), one after "
+          "another, while their copies overlap on the other streams; else each unit's kernels "
+          "run on its own stream and may share the GPU with other units' kernels.");
 ABSL_FLAG(int32_t, max_units_in_flight_per_device, 0,
           "CUDA: a GPU pulls more work from the queue only while fewer units (kernel-call groups: "
           "a coalesced batch or a request) than this are in flight on it; 0: no bound.");
@@ -134,6 +141,8 @@ Options OptionsFromFlags() {
   o.cuda.launch_threads_per_device = absl::GetFlag(FLAGS_launch_threads_per_device);
   o.cuda.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);
   o.cuda.batched_copies = absl::GetFlag(FLAGS_batched_copies);
+  o.cuda.spread_answers = absl::GetFlag(FLAGS_spread_answers);
+  o.cuda.serial_kernels = absl::GetFlag(FLAGS_serial_kernels);
   o.cuda.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);
   o.cuda.max_work_in_flight_ms_per_device = absl::GetFlag(FLAGS_max_work_in_flight_ms_per_device);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);

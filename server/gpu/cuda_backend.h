@@ -41,6 +41,12 @@ struct CudaBackendOptions {
   // memory) with one cudaMemcpyBatchAsync call each way (else one cudaMemcpy2DAsync per copy).
   // Default true.
   bool batched_copies = true;
+  // Answer a finished batch's requests on all completion threads at once (else one after another
+  // on the thread that completed the batch). Default true.
+  bool spread_answers = true;
+  // Every unit's kernels on one compute stream per GPU and priority; copies overlap them on the
+  // other streams. Default false.
+  bool serial_kernels = false;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
   // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.

@@ -70,13 +70,15 @@ absl::StatusOr<std::shared_ptr<DeviceContext>> DeviceContext::Create(const Optio
   for (int i = 0; i < std::max(1, options.high_priority_streams); ++i) {
     GPU_RETURN_IF_ERROR(make(true, &ctx->high_));
   }
+  GPU_RETURN_IF_ERROR(make(false, &ctx->compute_));
+  GPU_RETURN_IF_ERROR(make(true, &ctx->compute_));
   return ctx;
 }
 
 DeviceContext::~DeviceContext() {
   cudaSetDevice(ordinal_);
   cudaDeviceSynchronize();
-  for (std::vector<StreamSlot>* v : {&normal_, &high_}) {
+  for (std::vector<StreamSlot>* v : {&normal_, &high_, &compute_}) {
     for (StreamSlot& s : *v) {
       if (s.workspace != nullptr && pool_ != nullptr) {
         (void)pool_->FreeAsync(s.workspace, s.stream);

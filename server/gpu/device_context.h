@@ -1,8 +1,8 @@
 // Everything the CUDA backend keeps per GPU: its properties, the device memory pool, the
-// non-blocking streams (normal and high priority, each with a persistent kernel workspace), an
-// upload stream, a pool of timing events, and the kernel chosen for it by the start-up self-test.
-// Shared (shared_ptr) by the executor and by resident matrices living on the device, so the pool
-// outlives every allocation taken from it.
+// non-blocking streams (normal and high priority, each with a persistent kernel workspace), a
+// compute stream per priority (same), an upload stream, a pool of timing events, and the kernel
+// chosen for it by the start-up self-test. Shared (shared_ptr) by the executor and by resident
+// matrices living on the device, so the pool outlives every allocation taken from it.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -69,6 +69,12 @@ class DeviceContext {
   // is enqueuing on at the moment. Lock its `enqueue_mu` while enqueuing. Thread-safe.
   const StreamSlot& NextStream(bool high_priority);
 
+  // The device's compute stream of a priority class (with its own workspace), for executors that
+  // put every unit's kernels on one stream. Lock its `enqueue_mu` while enqueuing.
+  const StreamSlot& ComputeStream(bool high_priority) const {
+    return high_priority ? compute_[1] : compute_[0];
+  }
+
   // A timing event from the pool (created on demand). Thread-safe.
   absl::StatusOr<cudaEvent_t> GetEvent();
   // Returns an event to the pool. Thread-safe.
@@ -101,6 +107,7 @@ class DeviceContext {
   std::unique_ptr<DevicePool> pool_;
   std::vector<StreamSlot> normal_;
   std::vector<StreamSlot> high_;
+  std::vector<StreamSlot> compute_;  // [0] normal, [1] high priority
   cudaStream_t upload_stream_ = nullptr;
   std::atomic<uint64_t> next_normal_{0};
   std::atomic<uint64_t> next_high_{0};

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -93,12 +94,15 @@ struct Unit {
   int64_t workspace_off = -1;   // in the device allocation; -1: the stream's own workspace
 
   // Resources.
-  const StreamSlot* slot = nullptr;
+  const StreamSlot* slot = nullptr;   // copies (and kernels unless kslot differs)
+  const StreamSlot* kslot = nullptr;  // kernels: slot, or the device's compute stream
   char* dev = nullptr;
   int64_t dev_accounted = 0;
   StagingBlock staging;
   bool direct = false;  // operands too large for a staging block: copied from pageable memory
-  cudaEvent_t ev[4] = {nullptr, nullptr, nullptr, nullptr};
+  // Timing: before H2D, after H2D, after the kernels, after D2H; and (kernels on the compute
+  // stream) when the compute stream reached this unit's kernels.
+  cudaEvent_t ev[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   bool timed = false;
   absl::Duration host_copy_in;  // memcpy into staging (part of copy_in)
   absl::Duration launch;        // host time planning and enqueuing (Timing::launch)
@@ -406,7 +410,7 @@ absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure) {
     u.workspace_bytes = ws;
   }
   u.workspace_off = -1;
-  if (u.workspace_bytes > u.slot->workspace_bytes) u.workspace_off = pl.TakeDev(u.workspace_bytes);
+  if (u.workspace_bytes > u.kslot->workspace_bytes) u.workspace_off = pl.TakeDev(u.workspace_bytes);
   if (measure) {
     u.device_bytes = pl.dev_bytes();
     u.staging_bytes = pl.stage_bytes();
@@ -671,6 +675,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   }
 
   u->slot = &device_->NextStream(u->high_priority);
+  u->kslot = config_.serial_kernels ? &device_->ComputeStream(u->high_priority) : u->slot;
   cudaStream_t stream = u->slot->stream;
   if (absl::Status st = BuildPlan(*u, 0, ordinal, /*measure=*/true); !st.ok()) {
     // Several coalesced items: one bad item must not fail the others.
@@ -748,13 +753,18 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
     }
     e = *ev;
   }
-  auto record = [&](int i) {
+  // Kernels on the compute stream need the events as dependencies; without them, this unit's
+  // kernels run on its own stream.
+  if (!u->timed) u->kslot = u->slot;
+  const cudaStream_t kstream = u->kslot->stream;
+  const bool serial = kstream != stream;
+  auto record = [&](int i, cudaStream_t s) {
     if (u->timed && st.ok()) {
-      absl::Status rs = CudaStatus(cudaEventRecord(u->ev[i], stream), "cudaEventRecord");
+      absl::Status rs = CudaStatus(cudaEventRecord(u->ev[i], s), "cudaEventRecord");
       if (!rs.ok()) u->timed = false;
     }
   };
-  record(0);
+  record(0, stream);
   std::vector<Copy2D> copies;
   copies.reserve(std::max(u->ins.size(), u->outs.size()));
   for (const InCopy& in : u->ins) {
@@ -768,36 +778,63 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   // Pageable memory (the direct path) keeps one call per copy.
   const bool batched = config_.batched_copies && !u->direct;
   if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyHostToDevice, stream, batched);
-  record(1);
-  for (const Launch& l : u->launches) {
-    if (!st.ok()) break;
-    kernel::LaunchOptions opts;
-    opts.kind = u->kind;
-    if (u->workspace_off >= 0) {
-      opts.workspace = u->dev + u->workspace_off;
-      opts.workspace_bytes = u->workspace_bytes;
-    } else {
-      opts.workspace = u->slot->workspace;
-      opts.workspace_bytes = u->slot->workspace_bytes;
-    }
-    auto run = [&] {
-      return l.grouped ? kernel::GemmGrouped(l.group, stream, opts)
-                       : kernel::Gemm(l.batch, stream, opts);
-    };
-    st = run();
-    if (absl::IsUnimplemented(st) && !u->explicit_kernel &&
-        opts.kind != kernel::KernelKind::kCublasLt) {
-      // The native kernel does not cover this call: serve it through cuBLASLt.
-      opts.kind = kernel::KernelKind::kCublasLt;
-      if (u->workspace_off < 0) {
-        opts.workspace = u->slot->workspace;
-        opts.workspace_bytes = u->slot->workspace_bytes;
+  {
+    // NOTE: the compute stream's lock too (taken after the copy stream's, always in this order):
+    // its workspace is shared, so one unit's kernels go onto it back to back.
+    std::optional<absl::MutexLock> kernel_lock;
+    if (serial) {
+      kernel_lock.emplace(u->kslot->enqueue_mu.get());
+      if (st.ok()) {
+        st = CudaStatus(cudaEventRecord(u->ev[1], stream), "cudaEventRecord");
       }
+      if (st.ok()) st = CudaStatus(cudaStreamWaitEvent(kstream, u->ev[1]), "cudaStreamWaitEvent");
+      record(4, kstream);
+    } else {
+      record(1, stream);
+    }
+    for (const Launch& l : u->launches) {
+      if (!st.ok()) break;
+      kernel::LaunchOptions opts;
+      opts.kind = u->kind;
+      if (u->workspace_off >= 0) {
+        opts.workspace = u->dev + u->workspace_off;
+        opts.workspace_bytes = u->workspace_bytes;
+      } else {
+        opts.workspace = u->kslot->workspace;
+        opts.workspace_bytes = u->kslot->workspace_bytes;
+      }
+      auto run = [&] {
+        return l.grouped ? kernel::GemmGrouped(l.group, kstream, opts)
+                         : kernel::Gemm(l.batch, kstream, opts);
+      };
       st = run();
-      u->kernel_name = kernel::KernelName(kernel::KernelKind::kCublasLt);
+      if (absl::IsUnimplemented(st) && !u->explicit_kernel &&
+          opts.kind != kernel::KernelKind::kCublasLt) {
+        // The native kernel does not cover this call: serve it through cuBLASLt.
+        opts.kind = kernel::KernelKind::kCublasLt;
+        if (u->workspace_off < 0) {
+          opts.workspace = u->kslot->workspace;
+          opts.workspace_bytes = u->kslot->workspace_bytes;
+        }
+        st = run();
+        u->kernel_name = kernel::KernelName(kernel::KernelKind::kCublasLt);
+      }
+    }
+    if (serial) {
+      // The copy stream (D2H, the free, the callback) goes on after this unit's kernels, also
+      // when one failed to launch: the buffers must outlive whatever was enqueued.
+      absl::Status ks = CudaStatus(cudaEventRecord(u->ev[2], kstream), "cudaEventRecord");
+      if (ks.ok()) ks = CudaStatus(cudaStreamWaitEvent(stream, u->ev[2]), "cudaStreamWaitEvent");
+      if (!ks.ok()) {
+        GEMM_LOG(ERROR) << "device " << ordinal << ": " << ks
+                        << "; synchronizing the compute stream";
+        (void)cudaStreamSynchronize(kstream);
+        if (st.ok()) st = ks;
+      }
+    } else {
+      record(2, stream);
     }
   }
-  record(2);
   copies.clear();
   for (const OutCopy& o : u->outs) {
     void* dst = o.pinned            ? static_cast<void*>(o.dest)
@@ -809,7 +846,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
                       static_cast<size_t>(o.rows)});
   }
   if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyDeviceToHost, stream, batched);
-  record(3);
+  record(3, stream);
   if (!st.ok()) u->timed = false;
   u->status = st;
   absl::Status fs = device_->pool().FreeAsync(u->dev, stream);
@@ -884,8 +921,12 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
   core::Timing t;
   if (u->status.ok() && u->timed) {
     float ms[3] = {0, 0, 0};
+    // Kernels on the compute stream: from when that stream reached them (not from the end of
+    // this unit's copy-in, which may have waited there behind other units' kernels).
+    const bool serial = u->kslot != u->slot;
     for (int i = 0; i < 3; ++i) {
-      if (cudaEventElapsedTime(&ms[i], u->ev[i], u->ev[i + 1]) != cudaSuccess) {
+      cudaEvent_t from = i == 1 && serial ? u->ev[4] : u->ev[i];
+      if (cudaEventElapsedTime(&ms[i], from, u->ev[i + 1]) != cudaSuccess) {
         (void)cudaGetLastError();
         ms[i] = 0;
       }
@@ -954,6 +995,10 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
   }
   u.reset();
   if (answers.empty()) return;
+  if (!config_.spread_answers) {
+    for (auto& answer : answers) answer();
+    return;
+  }
   if (answers.size() > 1) {
     absl::MutexLock lock(&mu_);
     for (size_t i = 1; i < answers.size(); ++i) {

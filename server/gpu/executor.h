@@ -48,6 +48,13 @@ class Executor {
     // per GPU (the rest waits in the shared queue for whichever GPU frees up first) while small
     // ones stay effectively unbounded. 0: no bound.
     double max_work_in_flight_us = 0;
+    // Answer a unit's items on all completion threads at once; false: one after another on the
+    // thread that completed the unit (no hand-offs; the last answer waits for the others).
+    bool spread_answers = true;
+    // Every unit's kernels on the device's one compute stream (per priority), in order, while
+    // copies stay on the unit's stream: kernels never share the GPU with each other (a
+    // persistent kernel sized for all SMs does not wait for half of them), copies overlap them.
+    bool serial_kernels = false;
   };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.
@@ -92,8 +99,9 @@ class Executor {
   void Enqueued(Unit* unit);
   void CompletionLoop();
   // Frees what `unit` took and answers its items: the first on this thread, the others queued
-  // for the other completion threads (answering one request costs ~10-20 us of gRPC work, so a
-  // batch of 20 answered on one thread kept the last one waiting ~300 us).
+  // for the other completion threads (all on this thread when spread_answers is off) (answering one
+  // request costs ~10-20 us of gRPC work, so a batch of 20 answered on one thread kept the last one
+  // waiting ~300 us).
   void Complete(std::unique_ptr<Unit> unit);
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
   void DrainAnswers();

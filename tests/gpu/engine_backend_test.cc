@@ -291,16 +291,16 @@ TEST_F(EngineTest, CoalescedBatchOnResident8192EqualsPerItemResults) {
 // split-K). Every result is checked against float64. Without the per-stream enqueue lock, another
 // thread's M=48 kernel could land between an M=16 main kernel and its fixup and overwrite the
 // partials (seen as ~1 wrong answer in 2,000 under a mixed decode load on an H200).
-TEST_F(EngineTest, LaunchThreadsSharingOneStreamNeverInterleaveUnits) {
-  CudaBackendOptions o = FastOptions();
-  o.launch_threads_per_device = 8;
-  o.streams_per_device = 1;
+// Returns how many of 3000 alternating M=16 / M=48 requests (each its own unit) came back wrong.
+int WrongOfMixedDecodeUnits(const CudaBackendOptions& o, absl::BitGen& gen_) {
   Harness h(o);
-  ASSERT_NE(h.backend, nullptr);
+  EXPECT_NE(h.backend, nullptr);
+  if (h.backend == nullptr) return -1;
   const int64_t N = 1024, K = 4096;
   const std::string w = RandomBf16Bytes(N * K, gen_);
   auto m = Register(*h.backend, "w1024", N, K, core::BLayout::kNK, w);
-  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return -1;
   constexpr int kOperands = 3, kRequests = 3000;
   struct Case {
     int64_t rows;
@@ -328,15 +328,41 @@ TEST_F(EngineTest, LaunchThreadsSharingOneStreamNeverInterleaveUnits) {
   }
   int wrong = 0;
   for (int i = 0; i < kRequests; ++i) {
-    ASSERT_TRUE(outs[i].done.WaitForNotificationWithTimeout(kWait));
-    ASSERT_TRUE(outs[i].result.ok()) << outs[i].result.status();
+    if (!outs[i].done.WaitForNotificationWithTimeout(kWait)) {
+      ADD_FAILURE() << "request " << i << " not answered";
+      return -1;
+    }
+    if (!outs[i].result.ok()) {
+      ADD_FAILURE() << "request " << i << ": " << outs[i].result.status();
+      ++wrong;
+      continue;
+    }
     const Case& c = cases[i % cases.size()];
     const double err = RelativeError(DecodeOutput(outs[i].result->outputs[0].data, false), c.ref);
     if (!(err <= 8e-3)) {
       if (++wrong <= 5) ADD_FAILURE() << "request " << i << " (M=" << c.rows << "): error " << err;
     }
+    // The compute time is the kernels' own: positive and far below the whole request's.
+    if (outs[i].result->timing.compute <= absl::ZeroDuration()) ++wrong;
   }
-  EXPECT_EQ(wrong, 0) << "of " << kRequests;
+  return wrong;
+}
+
+TEST_F(EngineTest, LaunchThreadsSharingOneStreamNeverInterleaveUnits) {
+  CudaBackendOptions o = FastOptions();
+  o.launch_threads_per_device = 8;
+  o.streams_per_device = 1;
+  EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
+}
+
+// The same with every unit's kernels on the device's compute stream (copies on 4 streams): the
+// compute stream's workspace is shared by all units, so their kernels must not interleave there.
+TEST_F(EngineTest, SerialKernelsOnTheComputeStreamNeverInterleaveUnits) {
+  CudaBackendOptions o = FastOptions();
+  o.launch_threads_per_device = 8;
+  o.streams_per_device = 4;
+  o.serial_kernels = true;
+  EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
 }
 
 // Queues 48 GPU-heavy requests for device 0 at once (resident 28672x8192 B, M=256: ~0.2 ms of
