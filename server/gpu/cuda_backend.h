@@ -41,9 +41,6 @@ struct CudaBackendOptions {
   // memory) with one cudaMemcpyBatchAsync call each way (else one cudaMemcpy2DAsync per copy).
   // Default true.
   bool batched_copies = true;
-  // Answer a finished batch's requests on all completion threads at once (else one after another
-  // on the thread that completed the batch). Default true.
-  bool spread_answers = true;
   // Every unit's kernels on one compute stream per GPU and priority; copies overlap them on the
   // other streams. Default false.
   bool serial_kernels = false;

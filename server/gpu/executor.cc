@@ -430,10 +430,7 @@ bool Coalescable(const core::WorkItem& item) {
 
 Executor::Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier,
                    Config config)
-    : device_(std::move(device)),
-      staging_(staging),
-      copier_(copier),
-      config_(Normalized(config)) {}
+    : device_(std::move(device)), staging_(staging), copier_(copier), config_(Normalized(config)) {}
 
 Executor::Config Executor::Normalized(Config c) {
   c.launch = std::max(1, c.launch);
@@ -995,10 +992,6 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
   }
   u.reset();
   if (answers.empty()) return;
-  if (!config_.spread_answers) {
-    for (auto& answer : answers) answer();
-    return;
-  }
   if (answers.size() > 1) {
     absl::MutexLock lock(&mu_);
     for (size_t i = 1; i < answers.size(); ++i) {

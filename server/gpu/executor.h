@@ -2,13 +2,15 @@
 // turns each into one or more units (a coalesced batch sharing a resident B = ONE GEMM over the
 // stacked A rows; a batch request = one strided-batch call; a group request = GemmGrouped), and
 // enqueues each unit on a non-blocking stream: pinned staging -> 2D H2D copies into pitched pool
-// buffers -> kernel -> D2H -> host callback. A completion thread then copies results out of
-// staging, frees everything the unit took and completes its WorkItems. Both host copies (request
-// bytes -> staging, staging -> response bytes) are split over the shared HostCopier's threads. The
-// pulling thread never waits on the GPU (except for a single item larger than a staging slab,
-// copied straight from pageable memory; a coalesced unit that large runs its items one by one
-// instead), so consecutive units overlap across streams. Operands and outputs in page-locked client
-// shared memory (registered regions) skip staging: the device copies read and write them in place.
+// buffers -> kernel -> D2H -> host callback (with serial_kernels, the kernels go on the device's
+// compute stream between two events instead, so kernels never run two at a time). A completion
+// thread then copies results out of staging, frees everything the unit took and completes its
+// WorkItems. Both host copies (request bytes -> staging, staging -> response bytes) are split over
+// the shared HostCopier's threads. The pulling thread never waits on the GPU (except for a single
+// item larger than a staging slab, copied straight from pageable memory; a coalesced unit that
+// large runs its items one by one instead), so consecutive units overlap across streams. Operands
+// and outputs in page-locked client shared memory (registered regions) skip staging: the device
+// copies read and write them in place.
 #pragma once
 
 #include <cstdint>
@@ -48,9 +50,6 @@ class Executor {
     // per GPU (the rest waits in the shared queue for whichever GPU frees up first) while small
     // ones stay effectively unbounded. 0: no bound.
     double max_work_in_flight_us = 0;
-    // Answer a unit's items on all completion threads at once; false: one after another on the
-    // thread that completed the unit (no hand-offs; the last answer waits for the others).
-    bool spread_answers = true;
     // Every unit's kernels on the device's one compute stream (per priority), in order, while
     // copies stay on the unit's stream: kernels never share the GPU with each other (a
     // persistent kernel sized for all SMs does not wait for half of them), copies overlap them.
@@ -99,9 +98,8 @@ class Executor {
   void Enqueued(Unit* unit);
   void CompletionLoop();
   // Frees what `unit` took and answers its items: the first on this thread, the others queued
-  // for the other completion threads (all on this thread when spread_answers is off) (answering one
-  // request costs ~10-20 us of gRPC work, so a batch of 20 answered on one thread kept the last one
-  // waiting ~300 us).
+  // for the other completion threads (answering one request costs ~10-20 us of gRPC work, so a
+  // batch of 20 answered on one thread kept the last one waiting ~300 us).
   void Complete(std::unique_ptr<Unit> unit);
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
   void DrainAnswers();

@@ -352,6 +352,7 @@ TEST_F(EngineTest, LaunchThreadsSharingOneStreamNeverInterleaveUnits) {
   CudaBackendOptions o = FastOptions();
   o.launch_threads_per_device = 8;
   o.streams_per_device = 1;
+  o.serial_kernels = false;  // kernels on the unit's own (single) stream
   EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
 }
 
