@@ -55,19 +55,27 @@ struct SingleWire {
   }
 };
 
-// GemmStreamPacked: every queued request (up to kMaxPerMessage) in one message.
+// GemmStreamPacked: the queued requests in one message, up to kMaxPerMessage of them and
+// kMaxBytes of problems (at least one).
 struct PackedWire {
   using In = v1::GemmRequestPack;
   using Out = v1::GemmResponsePack;
   static constexpr bool kPacked = true;
   static constexpr size_t kMaxPerMessage = 256;
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
   static void Open(v1::GemmService::Stub* stub, grpc::ClientContext* ctx,
                    grpc::ClientBidiReactor<In, Out>* reactor) {
     stub->async()->GemmStreamPacked(ctx, reactor);
   }
   static size_t Fill(const CallStream::Options& o, const std::deque<Item>& queue, In* wire) {
-    const size_t n = std::min(queue.size(), kMaxPerMessage);
-    for (size_t i = 0; i < n; ++i) SetRequest(o, queue[i], wire->add_requests());
+    size_t n = 0, bytes = 0;
+    while (n < queue.size() && n < kMaxPerMessage) {
+      const size_t size = o.problem(queue[n].template_index).ByteSizeLong();
+      if (n > 0 && bytes + size > kMaxBytes) break;
+      bytes += size;
+      SetRequest(o, queue[n], wire->add_requests());
+      ++n;
+    }
     return n;
   }
   // Takes the problems back out; the cleared requests stay allocated for the next message.

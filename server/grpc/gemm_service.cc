@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "server/grpc/convert.h"
 #include "server/grpc/peer.h"
+#include "server/grpc/response_pack.h"
 #include "server/grpc/status_util.h"
 
 namespace gemm::service {
@@ -89,13 +90,10 @@ struct PackedMessages {
   static constexpr absl::string_view kMethod = "GemmStreamPacked";
   static int Count(const In& in) { return in.requests_size(); }
   static v1::GemmRequest* At(In* in, int i) { return in->mutable_requests(i); }
-  // The next message to write: every response in `ready` (not empty).
+  // The next message to write: the oldest responses in `ready` (not empty), up to
+  // kMaxResponsePackBytes.
   static std::unique_ptr<Out> Take(std::deque<std::unique_ptr<v1::GemmResponse>>* ready) {
-    auto out = std::make_unique<Out>();
-    out->mutable_responses()->Reserve(static_cast<int>(ready->size()));
-    for (auto& r : *ready) out->mutable_responses()->AddAllocated(r.release());
-    ready->clear();
-    return out;
+    return TakeResponsePack(ready);
   }
 };
 

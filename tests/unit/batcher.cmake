@@ -1,5 +1,5 @@
-# Unit tests of the dynamic batcher, the Prometheus metrics and the gRPC layer's peer check (no GPU,
-# no network but loopback).
+# Unit tests of the dynamic batcher, the Prometheus metrics and the gRPC layer's peer check and
+# response packing (no GPU, no network but loopback).
 add_executable(batcher_test ${CMAKE_CURRENT_LIST_DIR}/batcher_test.cc)
 target_link_libraries(batcher_test PRIVATE gemm_core GTest::gtest_main)
 gtest_discover_tests(batcher_test DISCOVERY_MODE PRE_TEST)
@@ -16,3 +16,8 @@ gtest_discover_tests(metrics_http_test DISCOVERY_MODE PRE_TEST)
 add_executable(peer_test ${CMAKE_CURRENT_LIST_DIR}/peer_test.cc)
 target_link_libraries(peer_test PRIVATE gemm_grpc_service GTest::gtest_main)
 gtest_discover_tests(peer_test DISCOVERY_MODE PRE_TEST)
+
+# How GemmStreamPacked groups ready responses into messages (the byte limit per pack).
+add_executable(response_pack_test ${CMAKE_CURRENT_LIST_DIR}/response_pack_test.cc)
+target_link_libraries(response_pack_test PRIVATE gemm_grpc_service GTest::gtest_main)
+gtest_discover_tests(response_pack_test DISCOVERY_MODE PRE_TEST)

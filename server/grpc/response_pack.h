@@ -1,0 +1,21 @@
+// Building GemmStreamPacked's response messages from the responses that are ready.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+
+#include "gemm/v1/gemm_service.pb.h"
+
+namespace gemm::service {
+
+// Largest serialized size of the responses one GemmResponsePack takes (a single larger response
+// still goes, alone): keeps packs of large inline outputs far below the message size limit.
+inline constexpr size_t kMaxResponsePackBytes = size_t{64} << 20;
+
+// Moves the oldest responses of `ready` (not empty) into one pack: at least one, then more while
+// their serialized sizes sum to at most `max_bytes`.
+std::unique_ptr<v1::GemmResponsePack> TakeResponsePack(
+    std::deque<std::unique_ptr<v1::GemmResponse>>* ready, size_t max_bytes = kMaxResponsePackBytes);
+
+}  // namespace gemm::service
