@@ -95,7 +95,7 @@ class Runner::Impl {
     return options_.workload.b_source == BSource::kResident ? endpoints_[endpoint].target_index : 0;
   }
   absl::StatusOr<std::string> RegisterB(int target, const ShapeData& s);
-  // --shm: creates the region (A, inline B, a D slot per shape), registers it on every target.
+  // --shm: creates the region (A, inline B, D slots per shape), registers it on every target.
   absl::Status SetUpSharedMemory();
   // The output bytes of a response for shape `s` (from the region with --shm).
   absl::string_view OutputBytes(const Call& c, const v1::GemmResponse& resp) const;
