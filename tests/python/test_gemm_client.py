@@ -227,6 +227,28 @@ class ClientTest(unittest.TestCase):
         for (a, b), o in zip(pairs, outs):
             assert_close(self, o, reference(a, b))
 
+    def test_stream_many_packed(self):
+        pairs = [(self.rand(1 + i % 5, 16), self.rand(16, 3 + i)) for i in range(40)]
+        outs = self.client.matmul_many(pairs, packed=True)
+        self.assertEqual(len(outs), 40)
+        for (a, b), o in zip(pairs, outs):
+            assert_close(self, o, reference(a, b))
+        # The server's per-request error inside a packed answer reaches the caller.
+        with self.assertRaises(GemmError) as cm:
+            self.client.matmul_many(pairs[:3], packed=True, kernel="no-such-kernel")
+        self.assertEqual(cm.exception.code, grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_packs_split_at_the_byte_limit(self):
+        reqs = []
+        for i in range(5):
+            r = pb.GemmRequest(request_id=str(i))
+            r.problem.a = b"x" * (30 << 20)
+            reqs.append(r)
+        packs = GemmClient._packs(reqs)
+        self.assertEqual([len(p.requests) for p in packs], [2, 2, 1])
+        self.assertEqual([r.request_id for p in packs for r in p.requests],
+                         [str(i) for i in range(5)])
+
     def test_bad_input_is_rejected_before_sending(self):
         with self.assertRaises(ValueError):
             self.client.matmul(self.rand(2, 3), self.rand(4, 5))

@@ -210,10 +210,16 @@ class GemmClient:
         resp = self._call_gemm(req, timeout)
         return [self._decode(o).reshape(mn) for o, mn in zip(resp.outputs, shapes)]
 
+    # A GemmStreamPacked message carries requests up to this many bytes (at least one).
+    PACK_BYTES = 64 << 20
+
     def matmul_many(self, pairs: Iterable[Tuple[np.ndarray, BOperand]], *, b_layout: str = "kn",
                     output_dtype: str = "bf16", priority: str = "normal", kernel: str = "",
-                    timeout: Optional[float] = None) -> List[np.ndarray]:
+                    timeout: Optional[float] = None, packed: bool = False) -> List[np.ndarray]:
         """Many independent GEMMs over one GemmStream (pipelined, the server may batch them).
+        With packed=True over GemmStreamPacked instead: the requests go in as few messages as
+        fit PACK_BYTES each, and the answers come back several per message (much less
+        per-message work in Python for many small requests).
         Returns the results in input order; raises GemmError for the first failed request."""
         requests = []
         shapes = []
@@ -225,13 +231,23 @@ class GemmClient:
             requests.append(req)
             shapes.append(mn)
         results = [None] * len(requests)
+
+        def take(resp):
+            i = int(resp.request_id)
+            if resp.HasField("error"):
+                results[i] = GemmError(_status_code(resp.error.code), resp.error.message)
+            else:
+                results[i] = self._decode(resp.outputs[0]).reshape(shapes[i])
+
         try:
-            for resp in self._stub.GemmStream(iter(requests), timeout=self._timeout(timeout)):
-                i = int(resp.request_id)
-                if resp.HasField("error"):
-                    results[i] = GemmError(_status_code(resp.error.code), resp.error.message)
-                else:
-                    results[i] = self._decode(resp.outputs[0]).reshape(shapes[i])
+            if packed:
+                for pack in self._stub.GemmStreamPacked(iter(self._packs(requests)),
+                                                        timeout=self._timeout(timeout)):
+                    for resp in pack.responses:
+                        take(resp)
+            else:
+                for resp in self._stub.GemmStream(iter(requests), timeout=self._timeout(timeout)):
+                    take(resp)
         except grpc.RpcError as e:
             raise _rpc_error(e) from None
         for r in results:
@@ -325,6 +341,19 @@ class GemmClient:
             raise _rpc_error(e) from None
 
     # ------------------------------------------------------------------ internals
+
+    @classmethod
+    def _packs(cls, requests) -> List[pb.GemmRequestPack]:
+        """The requests in order, in packs of at most PACK_BYTES (at least one request each)."""
+        packs, size = [], 0
+        for req in requests:
+            n = req.ByteSize()
+            if not packs or (size + n > cls.PACK_BYTES and len(packs[-1].requests) > 0):
+                packs.append(pb.GemmRequestPack())
+                size = 0
+            packs[-1].requests.append(req)
+            size += n
+        return packs
 
     def _timeout(self, timeout: Optional[float]) -> Optional[float]:
         return self.timeout if timeout is None else timeout
