@@ -89,9 +89,10 @@ class GemmServiceServicer(object):
         """GemmStream with several requests (and responses) per message, so the transport's
         per-message cost is paid once for all of them: a client shared by many callers sends the
         requests that queued up while its previous write was in flight as one message, and the
-        server answers with every response that became ready while its previous write was out.
-        Nothing waits to fill a message. Per request, everything is as on GemmStream (request_id
-        required, responses out of order, a failure answers that request with `error`).
+        server answers with the responses that became ready while its previous write was out (up to
+        64 MiB of them a message; at least one). Nothing waits to fill a message. Per request,
+        everything is as on GemmStream (request_id required, responses out of order, a failure
+        answers that request with `error`).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
