@@ -1,7 +1,7 @@
 # Shared by the decode scripts (source it; needs $OUT): decode_run NAME LOADGEN_FLAGS... --
 # SERVER_FLAGS... starts gemm_server on GPU 0 (port 50400, no self-test), runs one closed-loop
 # gemm_loadgen point (resident [N,K] B over --shm, 64 callers, 8 channels) against it, stops the
-# server and prints the point's two table rows. Reports: $OUT/NAME.{json,txt}, server-NAME.log.
+# server and prints the point's two table rows. Reports: $OUT/NAME.{json,txt,cpu}, server-NAME.log.
 decode_run() {
   local name=$1
   shift
@@ -15,9 +15,21 @@ decode_run() {
     gemm_client --target=127.0.0.1:50400 info >/dev/null 2>&1 && break
     sleep 0.2
   done
-  timeout 90 gemm_loadgen --target=127.0.0.1:50400 --warmup_s=1 --window_s=2 --max_windows=3 \
-    --progress=off --shm --b=resident --b_layout=nk --concurrency=64 --channels=8 \
-    --json="$OUT/$name.json" "${lg[@]}" >"$OUT/$name.txt" 2>&1
+  # CPU of both processes over the loadgen's run: the server's from /proc, the loadgen's from the
+  # shell's `times` (children); $OUT/NAME.cpu holds the raw figures (decode_summary.py turns
+  # them into CPU per request).
+  local t0 s0 t1 s1
+  t0=$(date +%s.%N)
+  s0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  (
+    timeout 90 gemm_loadgen --target=127.0.0.1:50400 --warmup_s=1 --window_s=2 --max_windows=3 \
+      --progress=off --shm --b=resident --b_layout=nk --concurrency=64 --channels=8 \
+      --json="$OUT/$name.json" "${lg[@]}" >"$OUT/$name.txt" 2>&1
+    times >"$OUT/$name.times"  # not in a pipeline: that would be a fresh subshell
+  )
+  t1=$(date +%s.%N)
+  s1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
+  echo "$t0 $t1 $s0 $s1 $(getconf CLK_TCK) $(tail -1 "$OUT/$name.times")" >"$OUT/$name.cpu"
   kill -TERM $pid
   wait $pid
   echo "== $name | loadgen ${lg[*]} | server $*"

@@ -36,8 +36,8 @@ class CudaBackend final : public core::Backend {
           d, staging_.get(), copier_.get(),
           Executor::Config{options.launch_threads_per_device, options.completion_threads_per_device,
                            options.batched_copies, options.max_units_in_flight_per_device,
-                           options.max_work_in_flight_ms_per_device * 1e3,
-                           options.serial_kernels}));
+                           options.max_work_in_flight_ms_per_device * 1e3, options.serial_kernels,
+                           options.poll_completion}));
     }
   }
 
@@ -194,7 +194,8 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
     auto ctx = DeviceContext::Create({.ordinal = i,
                                       .pool_cap_bytes = options.pool_cap_bytes,
                                       .streams = options.streams_per_device,
-                                      .high_priority_streams = 2});
+                                      .high_priority_streams = 2,
+                                      .compute_streams = options.serial_kernels});
     if (!ctx.ok()) {
       return absl::Status(ctx.status().code(),
                           absl::StrCat("device ", i, ": ", ctx.status().message()));

@@ -35,15 +35,18 @@ struct CudaBackendOptions {
   // (0: no bound); keeps work in the shared queue, where the least busy GPU takes it.
   int max_units_in_flight_per_device = 0;
   // A GPU's launch threads pull more work only while its estimated GPU work in flight is under
-  // this many milliseconds (0: no bound).
-  double max_work_in_flight_ms_per_device = 0;
+  // this many milliseconds (0: no bound). Default 7.
+  double max_work_in_flight_ms_per_device = 7;
   // Submit a unit's contiguous copies to and from pinned host memory (staging, registered shared
   // memory) with one cudaMemcpyBatchAsync call each way (else one cudaMemcpy2DAsync per copy).
   // Default true.
   bool batched_copies = true;
   // Every unit's kernels on one compute stream per GPU and priority; copies overlap them on the
-  // other streams. Default false.
-  bool serial_kernels = false;
+  // other streams. Default true.
+  bool serial_kernels = true;
+  // Complete units by polling their last event on a thread per GPU instead of a CUDA host
+  // function. Default true.
+  bool poll_completion = true;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
   // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.

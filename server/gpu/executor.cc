@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/thread_name.h"
@@ -464,6 +465,10 @@ void Executor::Start(core::WorkSource* source) {
       CompletionLoop();
     });
   }
+  if (config_.poll_completion) {
+    watcher_ = std::make_unique<EventWatcher>(device_->ordinal(),
+                                              absl::StrCat("gemm-poll-", device_->ordinal()));
+  }
   for (int i = 0; i < config_.launch; ++i) {
     pullers_.emplace_back([this, source] {
       SetCurrentThreadName(absl::StrCat("gemm-launch-", device_->ordinal()));
@@ -477,9 +482,33 @@ void Executor::Join() {
   for (auto& t : pullers_) {
     if (t.joinable()) t.join();
   }
+  if (watcher_ != nullptr) watcher_->Stop();  // hands over the last units
   for (auto& t : completers_) {
     if (t.joinable()) t.join();
   }
+  if (started_) LogPhases();
+  started_ = false;
+}
+
+void Executor::Mark(int phase, absl::Time* mark) {
+  const absl::Time now = absl::Now();
+  phase_ns_[phase].fetch_add(absl::ToInt64Nanoseconds(now - *mark), std::memory_order_relaxed);
+  *mark = now;
+}
+
+void Executor::LogPhases() const {
+  static constexpr const char* kNames[kPhases] = {
+      "prepare+plan", "allocate+stage", "stream lock",   "events+H2D",
+      "kernels",      "D2H+free+hand",  "to completion", "completion work"};
+  const int64_t n = units_timed_.load();
+  if (n == 0) return;
+  std::string line;
+  for (int i = 0; i < kPhases; ++i) {
+    absl::StrAppend(&line, i == 0 ? "" : ", ", kNames[i], " ",
+                    absl::StrFormat("%.1f", phase_ns_[i].load() * 1e-3 / n));
+  }
+  GEMM_LOG(INFO) << "device " << device_->ordinal() << ": host time per unit over " << n
+                 << " units (us): " << line;
 }
 
 int64_t Executor::in_flight() const {
@@ -532,7 +561,9 @@ double Executor::EstimateUs(const Unit& unit) const {
                    k = static_cast<double>(p.k);
       const double out = p.out_dtype == core::DType::kFP32 ? 4 : 2;
       flops += 2 * m * n * k * count;
-      bytes += count * (2 * m * k + out * m * n) + 2 * k * n * (p.b.empty() ? 1 : count);
+      // B once per entry only when each entry has its own (inline, not shared).
+      const double b_mats = p.b.empty() || p.b_shared ? 1 : count;
+      bytes += count * (2 * m * k + out * m * n) + 2 * k * n * b_mats;
     }
   }
   return std::max(flops / device_->peak_flop_per_us(), bytes / device_->peak_bytes_per_us());
@@ -623,6 +654,7 @@ void Executor::RunItemsAlone(Unit* u) {
 
 void Executor::RunUnit(std::unique_ptr<Unit> u) {
   const absl::Time launch_start = absl::Now();
+  absl::Time mark = launch_start;
   u->owner = this;
   const int ordinal = device_->ordinal();
   auto fail = [&](absl::Status st) {
@@ -672,7 +704,9 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   }
 
   u->slot = &device_->NextStream(u->high_priority);
-  u->kslot = config_.serial_kernels ? &device_->ComputeStream(u->high_priority) : u->slot;
+  const StreamSlot* compute =
+      config_.serial_kernels ? device_->ComputeStream(u->high_priority) : nullptr;
+  u->kslot = compute != nullptr ? compute : u->slot;
   cudaStream_t stream = u->slot->stream;
   if (absl::Status st = BuildPlan(*u, 0, ordinal, /*measure=*/true); !st.ok()) {
     // Several coalesced items: one bad item must not fail the others.
@@ -690,6 +724,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
     return fail(absl::OkStatus());
   }
 
+  Mark(0, &mark);
   absl::StatusOr<void*> dev = device_->pool().Allocate(u->device_bytes, stream);
   if (!dev.ok()) {
     if (u->items.size() > 1 && absl::IsResourceExhausted(dev.status())) {
@@ -739,16 +774,20 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   // only released by the stream (callback), so buffers the copies read stay valid.
   // NOTE: under the stream's enqueue lock, so no other unit's work lands in between (the stream's
   // workspace is shared, and the timing events must bracket this unit's work alone).
+  Mark(1, &mark);
   absl::MutexLock enqueue_lock(u->slot->enqueue_mu.get());
+  Mark(2, &mark);
   absl::Status st;
   u->timed = true;
-  for (cudaEvent_t& e : u->ev) {
+  // The fifth event (when the compute stream reached this unit) only for kernels on it.
+  const int events = u->kslot != u->slot ? 5 : 4;
+  for (int i = 0; i < events; ++i) {
     auto ev = device_->GetEvent();
     if (!ev.ok()) {
       u->timed = false;
       break;
     }
-    e = *ev;
+    u->ev[i] = *ev;
   }
   // Kernels on the compute stream need the events as dependencies; without them, this unit's
   // kernels run on its own stream.
@@ -775,6 +814,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   // Pageable memory (the direct path) keeps one call per copy.
   const bool batched = config_.batched_copies && !u->direct;
   if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyHostToDevice, stream, batched);
+  Mark(3, &mark);
   {
     // NOTE: the compute stream's lock too (taken after the copy stream's, always in this order):
     // its workspace is shared, so one unit's kernels go onto it back to back.
@@ -832,6 +872,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
       record(2, stream);
     }
   }
+  Mark(4, &mark);
   copies.clear();
   for (const OutCopy& o : u->outs) {
     void* dst = o.pinned            ? static_cast<void*>(o.dest)
@@ -855,8 +896,17 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   u->dev = nullptr;
   u->launch = absl::Now() - launch_start;
   Unit* raw = u.release();
+  if (watcher_ != nullptr && raw->timed) {
+    // ev[3] follows the unit's last copy on `stream`.
+    watcher_->Watch(raw->ev[3], &Executor::EventDone, raw);
+    Mark(5, &mark);
+    units_timed_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   absl::Status cs =
       CudaStatus(cudaLaunchHostFunc(stream, &Executor::HostCallback, raw), "cudaLaunchHostFunc");
+  Mark(5, &mark);
+  units_timed_.fetch_add(1, std::memory_order_relaxed);
   if (!cs.ok()) {
     // Cannot be called back: wait here (this executor thread, never a gRPC thread).
     GEMM_LOG(ERROR) << "device " << ordinal << ": " << cs << "; synchronizing the stream";
@@ -870,6 +920,15 @@ void Executor::HostCallback(void* unit) {
   // Runs on CUDA's callback thread: no CUDA calls here, just hand over.
   Unit* u = static_cast<Unit*>(unit);
   u->gpu_done = absl::Now();
+  u->owner->Enqueued(u);
+}
+
+void Executor::EventDone(void* unit, cudaError_t result) {
+  Unit* u = static_cast<Unit*>(unit);
+  u->gpu_done = absl::Now();
+  if (result != cudaSuccess && u->status.ok()) {
+    u->status = CudaStatus(result, "cudaEventQuery (the unit's GPU work)");
+  }
   u->owner->Enqueued(u);
 }
 
@@ -908,13 +967,20 @@ void Executor::CompletionLoop() {
     const double est_us = u->est_us;
     Complete(std::unique_ptr<Unit>(u));
     absl::MutexLock lock(&mu_);
-    work_in_flight_us_ = std::max(0.0, work_in_flight_us_ - est_us);
-    slot_cv_.Signal();
+    if (bounded()) {  // else no launch thread ever waits on slot_cv_
+      work_in_flight_us_ = std::max(0.0, work_in_flight_us_ - est_us);
+      slot_cv_.Signal();
+    }
     if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
   }
 }
 
 void Executor::Complete(std::unique_ptr<Unit> u) {
+  absl::Time mark = absl::Now();
+  const bool counted = u->gpu_done != absl::Time();
+  if (counted) {
+    phase_ns_[6].fetch_add(absl::ToInt64Nanoseconds(mark - u->gpu_done), std::memory_order_relaxed);
+  }
   core::Timing t;
   if (u->status.ok() && u->timed) {
     float ms[3] = {0, 0, 0};
@@ -991,6 +1057,7 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
     });
   }
   u.reset();
+  if (counted) Mark(7, &mark);
   if (answers.empty()) return;
   if (answers.size() > 1) {
     absl::MutexLock lock(&mu_);

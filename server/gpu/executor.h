@@ -2,17 +2,19 @@
 // turns each into one or more units (a coalesced batch sharing a resident B = ONE GEMM over the
 // stacked A rows; a batch request = one strided-batch call; a group request = GemmGrouped), and
 // enqueues each unit on a non-blocking stream: pinned staging -> 2D H2D copies into pitched pool
-// buffers -> kernel -> D2H -> host callback (with serial_kernels, the kernels go on the device's
-// compute stream between two events instead, so kernels never run two at a time). A completion
-// thread then copies results out of staging, frees everything the unit took and completes its
-// WorkItems. Both host copies (request bytes -> staging, staging -> response bytes) are split over
-// the shared HostCopier's threads. The pulling thread never waits on the GPU (except for a single
-// item larger than a staging slab, copied straight from pageable memory; a coalesced unit that
-// large runs its items one by one instead), so consecutive units overlap across streams. Operands
-// and outputs in page-locked client shared memory (registered regions) skip staging: the device
-// copies read and write them in place.
+// buffers -> kernel -> D2H -> host callback or a polled event (with serial_kernels, the kernels go
+// on the device's compute stream between two events instead, so kernels never run two at a time). A
+// completion thread then copies results out of staging, frees everything the unit took and
+// completes its WorkItems. Both host copies (request bytes -> staging, staging -> response bytes)
+// are split over the shared HostCopier's threads. The pulling thread never waits on the GPU (except
+// for a single item larger than a staging slab, copied straight from pageable memory; a coalesced
+// unit that large runs its items one by one instead), so consecutive units overlap across streams.
+// Operands and outputs in page-locked client shared memory (registered regions) skip staging: the
+// device copies read and write them in place.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -24,8 +26,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/core/backend.h"
 #include "server/gpu/device_context.h"
+#include "server/gpu/event_watcher.h"
 #include "server/gpu/host_copier.h"
 #include "server/gpu/staging_pool.h"
 
@@ -49,11 +53,14 @@ class Executor {
     // rates) is under this many microseconds, and one thread at a time. Keeps a few large units
     // per GPU (the rest waits in the shared queue for whichever GPU frees up first) while small
     // ones stay effectively unbounded. 0: no bound.
-    double max_work_in_flight_us = 0;
+    double max_work_in_flight_us = 7000;
     // Every unit's kernels on the device's one compute stream (per priority), in order, while
     // copies stay on the unit's stream: kernels never share the GPU with each other (a
     // persistent kernel sized for all SMs does not wait for half of them), copies overlap them.
-    bool serial_kernels = false;
+    bool serial_kernels = true;
+    // Completion by polling each unit's last event on a thread of its own (EventWatcher) instead
+    // of a CUDA host function enqueued after the unit's work.
+    bool poll_completion = true;
   };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.
@@ -104,6 +111,12 @@ class Executor {
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
   void DrainAnswers();
   static void HostCallback(void* unit);
+  // EventWatcher's callback: the unit's last event completed (or its query failed).
+  static void EventDone(void* unit, cudaError_t result);
+  // Adds the time since `*mark` to phase `phase` of the launch/completion breakdown; *mark = now.
+  void Mark(int phase, absl::Time* mark);
+  // Logs the mean time per unit of each phase (at Join).
+  void LogPhases() const;
   // Runs `jobs` on the copier, or on the calling thread without one.
   void HostCopy(std::span<const CopyJob> jobs);
 
@@ -113,6 +126,11 @@ class Executor {
   const Config config_;
   std::vector<std::thread> pullers_;
   std::vector<std::thread> completers_;
+  std::unique_ptr<EventWatcher> watcher_;  // with poll_completion
+  // Time spent per phase of RunUnit and of completion, summed over units (nanoseconds).
+  static constexpr int kPhases = 8;
+  std::array<std::atomic<int64_t>, kPhases> phase_ns_{};
+  std::atomic<int64_t> units_timed_{0};
   mutable absl::Mutex mu_;
   std::deque<Unit*> done_queue_ ABSL_GUARDED_BY(mu_);
   std::deque<std::function<void()>> answers_ ABSL_GUARDED_BY(mu_);

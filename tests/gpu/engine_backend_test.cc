@@ -366,6 +366,17 @@ TEST_F(EngineTest, SerialKernelsOnTheComputeStreamNeverInterleaveUnits) {
   EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
 }
 
+// The same with completion through a CUDA host function after each unit's work instead of the
+// default polling of its last event (EventWatcher): every unit is answered once, with its own
+// results.
+TEST_F(EngineTest, HostFunctionCompletionAnswersEveryUnitWithItsOwnResult) {
+  CudaBackendOptions o = FastOptions();
+  o.launch_threads_per_device = 8;
+  o.streams_per_device = 4;
+  o.poll_completion = false;
+  EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
+}
+
 // Queues 48 GPU-heavy requests for device 0 at once (resident 28672x8192 B, M=256: ~0.2 ms of
 // tensor work and 14 MiB of result per 4 MiB of A), each its own unit, with
 // `max_units_in_flight_per_device` = `bound`; returns the most requests that were handed to the

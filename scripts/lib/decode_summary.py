@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Summary table of the decode_run points under a folder (scripts/lib/decode_run.sh): throughput,
+latency, requests per message, batch, event-timed compute, host CPU per request of the server
+and of the load generator over the loadgen's run (from NAME.cpu), and the server's logged host
+time per unit by phase (executor, logged at shutdown).
+
+Usage: decode_summary.py OUT_DIR
+"""
+import json
+import os
+import re
+import sys
+
+
+def seconds(t):
+    """'1m2.5s' -> 62.5"""
+    m = re.fullmatch(r"(\d+)m([\d.]+)s", t)
+    return int(m.group(1)) * 60 + float(m.group(2)) if m else float("nan")
+
+
+def cpu_us_per_request(path, rps):
+    """(server, loadgen) CPU microseconds per request, or (nan, nan)."""
+    try:
+        f = open(path).read().split()
+        t0, t1, s0, s1, clk = map(float, f[:5])
+        child = seconds(f[5]) + seconds(f[6])
+    except (OSError, ValueError, IndexError):
+        return float("nan"), float("nan")
+    wall = t1 - t0
+    if wall <= 0 or rps <= 0:
+        return float("nan"), float("nan")
+    server_cores = (s1 - s0) / clk / wall
+    loadgen_cores = child / wall
+    return server_cores / rps * 1e6, loadgen_cores / rps * 1e6
+
+
+def main():
+    out = sys.argv[1]
+    print(f"{'run':30} {'req/s':>8} {'mean ms':>8} {'req/msg':>7} {'batch':>6} "
+          f"{'compute':>8} {'srv cpu':>8} {'lg cpu':>7} {'verified':>9}")
+    phases = []
+    for f in sorted(os.listdir(out)):
+        if not f.endswith(".json"):
+            continue
+        name = f[:-5]
+        p = json.load(open(os.path.join(out, f)))["points"][0]
+        st = p["server_timing_us"]
+        rpm = p.get("stream_requests", 0) / max(1, p.get("stream_messages", 0))
+        srv, lg = cpu_us_per_request(os.path.join(out, name + ".cpu"), p["throughput_rps"])
+        print(f"{name:30} {p['throughput_rps']:8.0f} {p['latency_ms']['mean']:8.3f} {rpm:7.2f} "
+              f"{st['batch_requests']:6.1f} {st['compute']:8.1f} {srv:8.1f} {lg:7.1f} "
+              f"{p['verify']['checked']:>5}/{p['verify']['mismatches']}")
+        log = os.path.join(out, f"server-{name}.log")
+        if os.path.exists(log):
+            for line in open(log):
+                if "host time per unit" in line:
+                    phases.append(f"{name}: {line.split('units (us): ')[-1].strip()}")
+    if phases:
+        print("\nserver host time per unit by phase (us):")
+        print("\n".join(phases))
+
+
+if __name__ == "__main__":
+    main()

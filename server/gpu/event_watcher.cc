@@ -1,0 +1,68 @@
+// EventWatcher (see event_watcher.h).
+#include "server/gpu/event_watcher.h"
+
+#include <sys/prctl.h>
+
+#include <utility>
+
+#include "absl/time/clock.h"
+#include "common/thread_name.h"
+
+namespace gemm::gpu {
+
+EventWatcher::EventWatcher(int device, std::string thread_name) {
+  thread_ = std::thread([this, device, name = std::move(thread_name)] {
+    SetCurrentThreadName(name);
+    Loop(device);
+  });
+}
+
+EventWatcher::~EventWatcher() { Stop(); }
+
+void EventWatcher::Watch(cudaEvent_t event, Done done, void* arg) {
+  absl::MutexLock lock(&mu_);
+  incoming_.push_back({event, done, arg});
+  cv_.Signal();
+}
+
+void EventWatcher::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+    cv_.Signal();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void EventWatcher::Loop(int device) {
+  (void)cudaSetDevice(device);
+  // NOTE: sleeps between polls are a few microseconds; Linux's default timer slack (50 us)
+  // would stretch every one of them to ~60 us.
+  (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+  std::vector<Entry> watched;
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      while (watched.empty() && incoming_.empty() && !stop_) cv_.Wait(&mu_);
+      watched.insert(watched.end(), incoming_.begin(), incoming_.end());
+      incoming_.clear();
+      if (watched.empty() && stop_) return;
+    }
+    bool any = false;
+    for (size_t i = 0; i < watched.size();) {
+      const cudaError_t result = cudaEventQuery(watched[i].event);
+      if (result == cudaErrorNotReady) {
+        ++i;
+        continue;
+      }
+      if (result != cudaSuccess) (void)cudaGetLastError();
+      const Entry e = watched[i];
+      watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
+      e.done(e.arg, result);
+      any = true;
+    }
+    if (!any && !watched.empty()) absl::SleepFor(absl::Microseconds(2));
+  }
+}
+
+}  // namespace gemm::gpu

@@ -1,0 +1,53 @@
+// EventWatcher: one thread that polls CUDA events and runs each one's callback as soon as the
+// event has completed. An alternative to cudaLaunchHostFunc for completion: a host function waits
+// for CUDA's callback thread to be woken and holds its stream until it returns, while polling
+// sees a completed event within a few microseconds and never blocks a stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace gemm::gpu {
+
+class EventWatcher {
+ public:
+  // Called once per watched event on the watcher thread, with cudaSuccess or the query's error.
+  using Done = void (*)(void* arg, cudaError_t result);
+
+  // Starts the polling thread (named `thread_name`) with `device` current.
+  EventWatcher(int device, std::string thread_name);
+  // Stop()s.
+  ~EventWatcher();
+
+  EventWatcher(const EventWatcher&) = delete;
+  EventWatcher& operator=(const EventWatcher&) = delete;
+
+  // Runs done(arg, result) once `event` (already recorded) has completed. Thread-safe.
+  void Watch(cudaEvent_t event, Done done, void* arg);
+
+  // Waits until every watched event has completed and its callback ran, then ends the thread.
+  // Watch() must not be called afterwards.
+  void Stop();
+
+ private:
+  struct Entry {
+    cudaEvent_t event;
+    Done done;
+    void* arg;
+  };
+  void Loop(int device);
+
+  absl::Mutex mu_;
+  std::vector<Entry> incoming_ ABSL_GUARDED_BY(mu_);
+  absl::CondVar cv_;  // signalled when incoming_ grows or on Stop()
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace gemm::gpu
