@@ -929,6 +929,13 @@ void Executor::EventDone(void* unit, cudaError_t result) {
   if (result != cudaSuccess && u->status.ok()) {
     u->status = CudaStatus(result, "cudaEventQuery (the unit's GPU work)");
   }
+  // NOTE: a unit with little to copy out is completed right here on the watcher thread (its
+  // first answer too; the others go to the completion threads): handing it over cost ~40 us of
+  // wake-up under the decode load. Large copy-outs would hold up the polling of other units.
+  if (QuickToComplete(*u)) {
+    u->owner->Retire(std::unique_ptr<Unit>(u), /*drain=*/false);
+    return;
+  }
   u->owner->Enqueued(u);
 }
 
@@ -964,18 +971,31 @@ void Executor::CompletionLoop() {
       u = done_queue_.front();
       done_queue_.pop_front();
     }
-    const double est_us = u->est_us;
-    Complete(std::unique_ptr<Unit>(u));
-    absl::MutexLock lock(&mu_);
-    if (bounded()) {  // else no launch thread ever waits on slot_cv_
-      work_in_flight_us_ = std::max(0.0, work_in_flight_us_ - est_us);
-      slot_cv_.Signal();
-    }
-    if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
+    Retire(std::unique_ptr<Unit>(u), /*drain=*/true);
   }
 }
 
-void Executor::Complete(std::unique_ptr<Unit> u) {
+void Executor::Retire(std::unique_ptr<Unit> u, bool drain) {
+  const double est_us = u->est_us;
+  Complete(std::move(u), drain);
+  absl::MutexLock lock(&mu_);
+  if (bounded()) {  // else no launch thread ever waits on slot_cv_
+    work_in_flight_us_ = std::max(0.0, work_in_flight_us_ - est_us);
+    slot_cv_.Signal();
+  }
+  if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
+}
+
+bool Executor::QuickToComplete(const Unit& u) {
+  if (u.direct) return false;
+  int64_t bytes = 0;
+  for (const OutCopy& o : u.outs) {
+    if (!o.pinned) bytes += o.rows * o.row_bytes;
+  }
+  return bytes <= kQuickCopyOutBytes;
+}
+
+void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
   absl::Time mark = absl::Now();
   const bool counted = u->gpu_done != absl::Time();
   if (counted) {
@@ -1067,7 +1087,7 @@ void Executor::Complete(std::unique_ptr<Unit> u) {
     }
   }
   answers[0]();
-  DrainAnswers();
+  if (drain) DrainAnswers();
 }
 
 void Executor::DrainAnswers() {

@@ -106,8 +106,14 @@ class Executor {
   void CompletionLoop();
   // Frees what `unit` took and answers its items: the first on this thread, the others queued
   // for the other completion threads (answering one request costs ~10-20 us of gRPC work, so a
-  // batch of 20 answered on one thread kept the last one waiting ~300 us).
-  void Complete(std::unique_ptr<Unit> unit);
+  // batch of 20 answered on one thread kept the last one waiting ~300 us). `drain`: then also
+  // runs queued answers no thread has taken yet.
+  void Complete(std::unique_ptr<Unit> unit, bool drain);
+  // Complete()s `unit`, then takes it out of the in-flight counts (waking launch threads).
+  void Retire(std::unique_ptr<Unit> unit, bool drain);
+  // Whether `unit` copies at most kQuickCopyOutBytes out of staging (completed on the watcher).
+  static bool QuickToComplete(const Unit& unit);
+  static constexpr int64_t kQuickCopyOutBytes = 256 << 10;
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
   void DrainAnswers();
   static void HostCallback(void* unit);
