@@ -486,11 +486,11 @@ void Executor::Join() {
   for (auto& t : completers_) {
     if (t.joinable()) t.join();
   }
-  if (started_) LogPhases();
-  started_ = false;
+  LogPhases();
+  started_ = false;  // a second Join() (the destructor's) does nothing
 }
 
-void Executor::Mark(int phase, absl::Time* mark) {
+void Executor::Mark(Phase phase, absl::Time* mark) {
   const absl::Time now = absl::Now();
   phase_ns_[phase].fetch_add(absl::ToInt64Nanoseconds(now - *mark), std::memory_order_relaxed);
   *mark = now;
@@ -724,7 +724,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
     return fail(absl::OkStatus());
   }
 
-  Mark(0, &mark);
+  Mark(Phase::kPrepare, &mark);
   absl::StatusOr<void*> dev = device_->pool().Allocate(u->device_bytes, stream);
   if (!dev.ok()) {
     if (u->items.size() > 1 && absl::IsResourceExhausted(dev.status())) {
@@ -774,9 +774,9 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   // only released by the stream (callback), so buffers the copies read stay valid.
   // NOTE: under the stream's enqueue lock, so no other unit's work lands in between (the stream's
   // workspace is shared, and the timing events must bracket this unit's work alone).
-  Mark(1, &mark);
+  Mark(Phase::kAllocate, &mark);
   absl::MutexLock enqueue_lock(u->slot->enqueue_mu.get());
-  Mark(2, &mark);
+  Mark(Phase::kStreamLock, &mark);
   absl::Status st;
   u->timed = true;
   // The fifth event (when the compute stream reached this unit) only for kernels on it.
@@ -814,7 +814,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   // Pageable memory (the direct path) keeps one call per copy.
   const bool batched = config_.batched_copies && !u->direct;
   if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyHostToDevice, stream, batched);
-  Mark(3, &mark);
+  Mark(Phase::kH2D, &mark);
   {
     // NOTE: the compute stream's lock too (taken after the copy stream's, always in this order):
     // its workspace is shared, so one unit's kernels go onto it back to back.
@@ -872,7 +872,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
       record(2, stream);
     }
   }
-  Mark(4, &mark);
+  Mark(Phase::kKernels, &mark);
   copies.clear();
   for (const OutCopy& o : u->outs) {
     void* dst = o.pinned            ? static_cast<void*>(o.dest)
@@ -899,13 +899,13 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   if (watcher_ != nullptr && raw->timed) {
     // ev[3] follows the unit's last copy on `stream`.
     watcher_->Watch(raw->ev[3], &Executor::EventDone, raw);
-    Mark(5, &mark);
+    Mark(Phase::kD2H, &mark);
     units_timed_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   absl::Status cs =
       CudaStatus(cudaLaunchHostFunc(stream, &Executor::HostCallback, raw), "cudaLaunchHostFunc");
-  Mark(5, &mark);
+  Mark(Phase::kD2H, &mark);
   units_timed_.fetch_add(1, std::memory_order_relaxed);
   if (!cs.ok()) {
     // Cannot be called back: wait here (this executor thread, never a gRPC thread).
@@ -999,7 +999,8 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
   absl::Time mark = absl::Now();
   const bool counted = u->gpu_done != absl::Time();
   if (counted) {
-    phase_ns_[6].fetch_add(absl::ToInt64Nanoseconds(mark - u->gpu_done), std::memory_order_relaxed);
+    phase_ns_[Phase::kToCompletion].fetch_add(absl::ToInt64Nanoseconds(mark - u->gpu_done),
+                                              std::memory_order_relaxed);
   }
   core::Timing t;
   if (u->status.ok() && u->timed) {
@@ -1077,7 +1078,7 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
     });
   }
   u.reset();
-  if (counted) Mark(7, &mark);
+  if (counted) Mark(Phase::kCompletionWork, &mark);
   if (answers.empty()) return;
   if (answers.size() > 1) {
     absl::MutexLock lock(&mu_);

@@ -4,13 +4,14 @@
 // enqueues each unit on a non-blocking stream: pinned staging -> 2D H2D copies into pitched pool
 // buffers -> kernel -> D2H -> host callback or a polled event (with serial_kernels, the kernels go
 // on the device's compute stream between two events instead, so kernels never run two at a time). A
-// completion thread then copies results out of staging, frees everything the unit took and
-// completes its WorkItems. Both host copies (request bytes -> staging, staging -> response bytes)
-// are split over the shared HostCopier's threads. The pulling thread never waits on the GPU (except
-// for a single item larger than a staging slab, copied straight from pageable memory; a coalesced
-// unit that large runs its items one by one instead), so consecutive units overlap across streams.
-// Operands and outputs in page-locked client shared memory (registered regions) skip staging: the
-// device copies read and write them in place.
+// completion thread (or, for a unit with little to copy out, the event watcher itself) then copies
+// results out of staging, frees everything the unit took and completes its WorkItems. Both host
+// copies (request bytes -> staging, staging -> response bytes) are split over the shared
+// HostCopier's threads. The pulling thread never waits on the GPU (except for a single item larger
+// than a staging slab, copied straight from pageable memory; a coalesced unit that large runs its
+// items one by one instead), so consecutive units overlap across streams. Operands and outputs in
+// page-locked client shared memory (registered regions) skip staging: the device copies read and
+// write them in place.
 #pragma once
 
 #include <array>
@@ -119,8 +120,20 @@ class Executor {
   static void HostCallback(void* unit);
   // EventWatcher's callback: the unit's last event completed (or its query failed).
   static void EventDone(void* unit, cudaError_t result);
-  // Adds the time since `*mark` to phase `phase` of the launch/completion breakdown; *mark = now.
-  void Mark(int phase, absl::Time* mark);
+  // Phases of a unit's host time (RunUnit, then completion), logged at Join.
+  enum Phase : int {
+    kPrepare,         // kernel choice, resident B ready, plan
+    kAllocate,        // device pool, staging, second plan pass, request bytes into staging
+    kStreamLock,      // waiting for the unit stream's enqueue lock
+    kH2D,             // timing events and the H2D copies enqueued
+    kKernels,         // compute stream lock (serial kernels) and the kernel launches
+    kD2H,             // D2H copies, free, host function or watch
+    kToCompletion,    // from the GPU finishing to the completing thread picking the unit up
+    kCompletionWork,  // timing, copies out of staging, frees, answers built
+    kPhases
+  };
+  // Adds the time since `*mark` to `phase`; *mark = now.
+  void Mark(Phase phase, absl::Time* mark);
   // Logs the mean time per unit of each phase (at Join).
   void LogPhases() const;
   // Runs `jobs` on the copier, or on the calling thread without one.
@@ -133,8 +146,7 @@ class Executor {
   std::vector<std::thread> pullers_;
   std::vector<std::thread> completers_;
   std::unique_ptr<EventWatcher> watcher_;  // with poll_completion
-  // Time spent per phase of RunUnit and of completion, summed over units (nanoseconds).
-  static constexpr int kPhases = 8;
+  // Time spent per Phase, summed over units (nanoseconds).
   std::array<std::atomic<int64_t>, kPhases> phase_ns_{};
   std::atomic<int64_t> units_timed_{0};
   mutable absl::Mutex mu_;
