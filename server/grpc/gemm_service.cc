@@ -101,8 +101,8 @@ struct PackedMessages {
 
 // Bidirectional stream: reads messages one after another, submits each request in them, writes
 // responses as they complete (one write in flight at a time; with PackedMessages a write carries
-// the responses that became ready meanwhile, up to kMaxResponsePackBytes), finishes when the client is done and every
-// request has been answered.
+// the responses that became ready meanwhile, up to kMaxResponsePackBytes), finishes when the client
+// is done and every request has been answered.
 template <class Messages>
 class GemmServiceImpl::StreamReactor final
     : public grpc::ServerBidiReactor<typename Messages::In, typename Messages::Out> {
