@@ -78,7 +78,7 @@ ABSL_FLAG(bool, serial_kernels, true,
 ABSL_FLAG(bool, poll_completion, true,
           "CUDA: learn that a unit's GPU work finished by polling its last event on a thread per "
           "GPU, instead of a CUDA host function enqueued after the work (on an H200, 2026-11-22: "
-          "decode M=16 +26% without batching, +5-9% with).");
+          "decode M=16 +20-26% without batching, +5-9% with).");
 ABSL_FLAG(int32_t, max_units_in_flight_per_device, 0,
           "CUDA: a GPU pulls more work from the queue only while fewer units (kernel-call groups: "
           "a coalesced batch or a request) than this are in flight on it; 0: no bound.");
