@@ -10,7 +10,13 @@
 
 namespace gemm::gpu {
 
-EventWatcher::EventWatcher(int device, std::string thread_name) {
+cudaError_t EventWatcher::QueryCudaEvent(cudaEvent_t event) {
+  const cudaError_t result = cudaEventQuery(event);
+  if (result != cudaSuccess && result != cudaErrorNotReady) (void)cudaGetLastError();
+  return result;
+}
+
+EventWatcher::EventWatcher(int device, std::string thread_name, Query query) : query_(query) {
   thread_ = std::thread([this, device, name = std::move(thread_name)] {
     SetCurrentThreadName(name);
     Loop(device);
@@ -35,7 +41,7 @@ void EventWatcher::Stop() {
 }
 
 void EventWatcher::Loop(int device) {
-  (void)cudaSetDevice(device);
+  if (device >= 0) (void)cudaSetDevice(device);
   // NOTE: sleeps between polls are a few microseconds; Linux's default timer slack (50 us)
   // would stretch every one of them to ~60 us.
   (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
@@ -50,12 +56,11 @@ void EventWatcher::Loop(int device) {
     }
     bool any = false;
     for (size_t i = 0; i < watched.size();) {
-      const cudaError_t result = cudaEventQuery(watched[i].event);
+      const cudaError_t result = query_(watched[i].event);
       if (result == cudaErrorNotReady) {
         ++i;
         continue;
       }
-      if (result != cudaSuccess) (void)cudaGetLastError();
       const Entry e = watched[i];
       watched.erase(watched.begin() + static_cast<std::ptrdiff_t>(i));
       e.done(e.arg, result);

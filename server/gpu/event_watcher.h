@@ -19,9 +19,15 @@ class EventWatcher {
  public:
   // Called once per watched event on the watcher thread, with cudaSuccess or the query's error.
   using Done = void (*)(void* arg, cudaError_t result);
+  // Whether an event has completed: cudaSuccess, cudaErrorNotReady, or an error (which it has
+  // cleared from the CUDA runtime, if it came from there).
+  using Query = cudaError_t (*)(cudaEvent_t event);
+  // cudaEventQuery, clearing a sticky error from the calling thread's runtime state.
+  static cudaError_t QueryCudaEvent(cudaEvent_t event);
 
-  // Starts the polling thread (named `thread_name`) with `device` current.
-  EventWatcher(int device, std::string thread_name);
+  // Starts the polling thread (named `thread_name`) with `device` current (device < 0: no CUDA
+  // call at all, for tests with a fake `query`).
+  EventWatcher(int device, std::string thread_name, Query query = &QueryCudaEvent);
   // Stop()s.
   ~EventWatcher();
 
@@ -42,6 +48,8 @@ class EventWatcher {
     void* arg;
   };
   void Loop(int device);
+
+  const Query query_;
 
   absl::Mutex mu_;
   std::vector<Entry> incoming_ ABSL_GUARDED_BY(mu_);
