@@ -182,6 +182,27 @@ absl::StatusOr<double> Bench::CopyGbps() {
   return 2.0 * static_cast<double>(bytes) / ((*ms)[0] * 1e-3) / 1e9;
 }
 
+absl::StatusOr<double> Bench::ReadGbps() {
+  std::size_t free_b = 0, total_b = 0;
+  BENCH_RETURN_IF_ERROR(Cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
+  const std::size_t bytes =
+      std::min<std::size_t>(std::size_t{1} << 30, free_b / 8) & ~std::size_t{15};
+  DeviceArena arena;
+  absl::StatusOr<void*> src = arena.Alloc(bytes), sink = arena.Alloc(sizeof(unsigned));
+  if (!src.ok()) return src.status();
+  if (!sink.ok()) return sink.status();
+  BENCH_RETURN_IF_ERROR(Cuda(FillRandomBf16(*src, bytes / 2, NextSeed(), stream_), "fill"));
+  absl::StatusOr<std::vector<double>> ms =
+      TimeMedians({[&](int) {
+                    return Cuda(LaunchReadAll(*src, static_cast<int64_t>(bytes),
+                                              static_cast<unsigned*>(*sink), stream_),
+                                "read kernel");
+                  }},
+                  1);
+  if (!ms.ok()) return ms.status();
+  return static_cast<double>(bytes) / ((*ms)[0] * 1e-3) / 1e9;
+}
+
 bool Bench::ReadCheck(absl::Status st, const void* sums, BenchRow* row) {
   CompareSums host;
   if (st.ok()) {

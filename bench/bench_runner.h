@@ -66,6 +66,10 @@ class Bench {
   // Device-to-device cudaMemcpyAsync bandwidth in GB/s, counting bytes read plus written.
   absl::StatusOr<double> CopyGbps();
 
+  // Device-memory read bandwidth in GB/s: one pass of 16-byte loads over 1 GiB of random data
+  // (the ceiling of read-only streams such as the decode GEMMs' reading of B).
+  absl::StatusOr<double> ReadGbps();
+
   // Runs every shape of `set` ("large", "decode", "batched" or "grouped") for every layout.
   // Per-shape failures are reported in BenchRow::error; a missing shape file is an error.
   absl::StatusOr<std::vector<BenchRow>> RunSet(const std::string& set);
