@@ -73,7 +73,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto empty_bar = [&](int s) { return s_bar + (stages + s) * 8; };
 
   const int tid = threadIdx.x;
-  const int wg = tid / 128;
+  // Warpgroup index, broadcast from lane 0 so the compiler can treat it as warp-uniform.
+  const int wg = __shfl_sync(0xffffffffu, tid / 128, 0);
   const uint32_t rank = cs > 1 ? ClusterCtaRank() : 0;
 
   if (tid == 0) {
@@ -149,7 +150,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
           } else if constexpr (kBKN) {
             // B [K,N]: 64-column (128-byte) boxes of 64 K rows, one 8 KB block each.
-            const int per_cta = (BN / 64) / cs;
+            const int per_cta = cs == 2 ? (BN / 64) / 2 : BN / 64;  // no runtime division
             for (int j = static_cast<int>(rank) * per_cta;
                  j < (static_cast<int>(rank) + 1) * per_cta; ++j) {
               if (cs > 1) {
@@ -161,7 +162,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
           } else {
             // B [N,K]: BN/cs rows of 128 bytes per CTA.
-            const int rows = BN / cs;
+            const int rows = cs == 2 ? BN / 2 : BN;
             const uint32_t dst = b_dst + rank * rows * 128;
             if (cs > 1) {
               TmaLoad3dMulticast(tma_b, dst, full, mask, kb * kBlockK,
@@ -197,6 +198,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     // epilogue needs only __syncwarp, never a 128-thread barrier (measured: the epilogue was
     // worth ~3% of the kernel's time with warpgroup-wide staging).
     const uint32_t stg0 = s_epi + (wgi * 4 + warp) * 2 * kEpiBufBytes;
+    // Slot-0 descriptors of this warpgroup's A rows / B columns (128 bytes of K per row in either
+    // layout); B N-major: 64-column chunks 8 KB apart.
+    const uint64_t desc_a0 = MakeSmemDescSw128(s_a + (kSplitN ? 0 : wgi * kWgRows * 128), 16, 1024);
+    const uint64_t desc_b0 =
+        MakeSmemDescSw128(s_b + (kSplitN ? wgi * kWgCols * 128 : 0), kBKN ? 64 * 128 : 16, 1024);
 
     auto release = [&](int s) {
       if (cs > 1) {
@@ -217,19 +223,19 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kb = kb_begin; kb < kb_end; ++kb) {
         MbarWait(full_bar(stage), phase);
         WgmmaFence();
-        // A rows / B columns of this warpgroup (128 bytes of K per row in either layout).
-        const uint32_t a_base = s_a + stage * kABytes + (kSplitN ? 0 : wgi * kWgRows * 128);
-        const uint32_t b_base = s_b + stage * kBBytes + (kSplitN ? wgi * kWgCols * 128 : 0);
+        // Descriptors of this stage: the slot-0 descriptor plus the byte offset / 16 in the
+        // start-address field (never carries: shared addresses stay below 2^18).
+        const uint64_t da_s = desc_a0 + static_cast<uint32_t>(stage * (kABytes >> 4));
+        const uint64_t db_s = desc_b0 + static_cast<uint32_t>(stage * (kBBytes >> 4));
 #pragma unroll
         for (int ks = 0; ks < kBlockK / 16; ++ks) {
-          // B: K-major like A, or N-major: 16 K rows = two 8-row groups of 1024 bytes, 64-column
-          // chunks 8 KB apart.
-          const uint64_t db = kBKN ? MakeSmemDescSw128(b_base + ks * 2048, 64 * 128, 1024)
-                                   : MakeSmemDescSw128(b_base + ks * 32, 16, 1024);
+          // B: K-major like A (32 bytes per 16 K), or N-major: 16 K rows = two 8-row groups of
+          // 1024 bytes.
+          const uint64_t db = db_s + (kBKN ? ks * (2048 >> 4) : ks * (32 >> 4));
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
             // A: K-major, 16 K elements = 32 bytes inside the swizzle atom.
-            const uint64_t da = MakeSmemDescSw128(a_base + h * 64 * 128 + ks * 32, 16, 1024);
+            const uint64_t da = da_s + h * ((64 * 128) >> 4) + ks * (32 >> 4);
             WgmmaBf16<kWgCols, kBKN ? 1 : 0>::Mma(acc[h], da, db,
                                                   (kb != kb_begin || ks != 0) ? 1u : 0u);
           }
