@@ -37,6 +37,18 @@ TEST(HeuristicsSm90, SingleRowOfTilesAvoidsClusters) {
   EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
 }
 
+TEST(HeuristicsSm90, OneWaveOfTilesAvoidsClusters) {
+  // 2048^3: 128 tiles of 128x256 on 132 SMs, each CTA runs one: no cluster (measured 2.5%
+  // faster); 8192^3 (16 waves) keeps the multicast pair.
+  ShapeQuery q;
+  q.m = q.n = q.k = 2048;
+  TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 256);
+  EXPECT_EQ(cfg.cluster_m, 1);
+  q.m = q.n = q.k = 8192;
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 2);
+}
+
 TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
   // M <= 64: memory bound, 64-row tiles without a cluster; 128 columns while those tiles fit
   // one wave (N = 8192: 64 tiles), else 256 (N = 28672: 224 tiles of 128 would not).
