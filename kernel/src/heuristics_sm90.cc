@@ -14,18 +14,20 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // Relative cost of one CTA tile, in units of a 128x128 tile's MMA work, from timings on H200
 // (tests/gpu/kernel_sm90_perf_test.cc, Sm90Perf.Variants): 128x256 tiles ran at ~700-740
 // TFLOPS and 128x128 ones at ~500-550, so the narrow tile is charged 1.3 half-tiles. The 2-CTA
-// multicast cluster measured equal or up to 1% faster (it halves B's L2 reads): 1% credit when
-// CTAs run several tiles. In a single wave it is 1% dearer: there the pair only waits for each
-// other (H200, 2026-11-22, gemm_bench --cluster 1 vs 2 after the descriptor change: 2048^3
-// 0.929 vs 0.906 and 0.951 vs 0.928, 512x8192x8192 0.986 vs 0.973 and 0.988 vs 0.981).
+// multicast cluster measured equal or up to 1% faster (it halves B's L2 reads): 1% credit,
+// except in a single wave of tiles with K <= kShortK: there the pair mostly waits for each other
+// and is 1% dearer (H200, 2026-11-22, gemm_bench --cluster 1 vs 2 after the descriptor change:
+// 2048^3 0.929 vs 0.906 and 0.951 vs 0.928, 512x8192x8192 0.986 vs 0.973 and 0.988 vs 0.981;
+// but with a long K the multicast wins: 512x8192x28672 0.970 vs 0.987 and 0.962 vs 0.994).
+constexpr int64_t kShortK = 8192;
 // kTallTileCost: 256x128 relative to 128x256 (same MMA work and shared-memory footprint).
 // Measured within noise of 128x256 on H200 (Sm90Perf.Variants, 4 shapes); ties go to 128x256.
 constexpr double kTallTileCost = 1.0;
 
-double TileCost(const TileConfig& cfg, double waves) {
+double TileCost(const TileConfig& cfg, double waves, int64_t k) {
   double cost = cfg.block_m * cfg.block_n == 128 * 128 ? 1.3 : 2.0;
   if (cfg.block_m == 256) cost *= kTallTileCost;
-  if (cfg.cluster_m == 2) cost *= waves > 1 ? 0.99 : 1.01;
+  if (cfg.cluster_m == 2) cost *= waves <= 1 && k <= kShortK ? 1.01 : 0.99;
   return cost;
 }
 
@@ -113,7 +115,7 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
       }
       const int64_t slots = sm_count / cluster;
       const double waves = static_cast<double>(CeilDiv(cluster_tiles, slots));
-      const double time = waves * TileCost(cfg, waves);
+      const double time = waves * TileCost(cfg, waves, q.k);
       if (best_time < 0 || time < best_time - 1e-9) {
         best_time = time;
         best = cfg;

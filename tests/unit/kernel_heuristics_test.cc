@@ -39,7 +39,8 @@ TEST(HeuristicsSm90, SingleRowOfTilesAvoidsClusters) {
 
 TEST(HeuristicsSm90, OneWaveOfTilesAvoidsClusters) {
   // 2048^3: 128 tiles of 128x256 on 132 SMs, each CTA runs one: no cluster (measured 2.5%
-  // faster); 8192^3 (16 waves) keeps the multicast pair.
+  // faster); 8192^3 (16 waves) and a single wave with a long K (512 x 8192 x 28672) keep the
+  // multicast pair.
   ShapeQuery q;
   q.m = q.n = q.k = 2048;
   TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
@@ -47,6 +48,12 @@ TEST(HeuristicsSm90, OneWaveOfTilesAvoidsClusters) {
   EXPECT_EQ(cfg.cluster_m, 1);
   q.m = q.n = q.k = 8192;
   EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 2);
+  q.m = 512, q.n = 8192, q.k = 28672;
+  cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 256);
+  EXPECT_EQ(cfg.cluster_m, 2);
+  q.k = 8192;
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
 }
 
 TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
