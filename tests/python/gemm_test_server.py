@@ -26,6 +26,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def backend() -> str:
+    """The server backend the tests run against: GEMM_TEST_BACKEND (cpu by default; cuda on the
+    GPU machine)."""
+    return os.environ.get("GEMM_TEST_BACKEND", "cpu")
+
+
 class Server:
     """A gemm_server child process: Server(binary, extra_flags).start() ... .stop()."""
 
@@ -45,7 +51,7 @@ class Server:
         last_error = None
         for _ in range(3):  # the free port may be taken in between: retry on a fresh one
             self.port = free_port()
-            cmd = [self.binary, "--backend=cpu", "--host=127.0.0.1", f"--port={self.port}",
+            cmd = [self.binary, f"--backend={backend()}", "--host=127.0.0.1", f"--port={self.port}",
                    "--metrics_port=0"] + self.flags
             self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
             self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=self._log)

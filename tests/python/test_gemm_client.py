@@ -17,7 +17,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gemm_test_server import REPO, Server  # noqa: E402
+from gemm_test_server import REPO, Server, backend  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -133,7 +133,7 @@ class ClientTest(unittest.TestCase):
 
     def test_server_info(self):
         info = self.client.server_info()
-        self.assertEqual(info.backend, "cpu")
+        self.assertEqual(info.backend, backend())
         self.assertTrue(info.version)
 
     def test_matmul_odd_shapes(self):
