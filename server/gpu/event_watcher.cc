@@ -3,6 +3,7 @@
 
 #include <sys/prctl.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -27,7 +28,7 @@ EventWatcher::~EventWatcher() { Stop(); }
 
 void EventWatcher::Watch(cudaEvent_t event, Done done, void* arg) {
   absl::MutexLock lock(&mu_);
-  incoming_.push_back({event, done, arg});
+  incoming_.push_back({event, done, arg, absl::Now()});
   cv_.Signal();
 }
 
@@ -38,6 +39,10 @@ void EventWatcher::Stop() {
     cv_.Signal();
   }
   if (thread_.joinable()) thread_.join();
+}
+
+absl::Duration EventWatcher::PollInterval(absl::Duration age) {
+  return std::clamp(age / 8, absl::Microseconds(2), absl::Microseconds(50));
 }
 
 void EventWatcher::Loop(int device) {
@@ -66,7 +71,11 @@ void EventWatcher::Loop(int device) {
       e.done(e.arg, result);
       any = true;
     }
-    if (!any && !watched.empty()) absl::SleepFor(absl::Microseconds(2));
+    if (!any && !watched.empty()) {
+      absl::Time oldest = watched.front().since;
+      for (const Entry& e : watched) oldest = std::min(oldest, e.since);
+      absl::SleepFor(PollInterval(absl::Now() - oldest));
+    }
   }
 }
 

@@ -1,7 +1,9 @@
 // EventWatcher: one thread that polls CUDA events and runs each one's callback as soon as the
 // event has completed. An alternative to cudaLaunchHostFunc for completion: a host function waits
 // for CUDA's callback thread to be woken and holds its stream until it returns, while polling
-// sees a completed event within a few microseconds and never blocks a stream.
+// sees a completed event within a few microseconds and never blocks a stream. Between polls it
+// sleeps an eighth of the oldest watched event's age, between 2 and 50 us: short units are
+// polled every few microseconds, long ones (milliseconds) every 50 us instead of burning a core.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -12,6 +14,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace gemm::gpu {
 
@@ -41,11 +44,16 @@ class EventWatcher {
   // Watch() must not be called afterwards.
   void Stop();
 
+  // Sleep between two polls that found nothing, for an oldest watched event of age `age`: an
+  // eighth of it, clamped to [2, 50] us.
+  static absl::Duration PollInterval(absl::Duration age);
+
  private:
   struct Entry {
     cudaEvent_t event;
     Done done;
     void* arg;
+    absl::Time since;  // when Watch() was called
   };
   void Loop(int device);
 

@@ -93,5 +93,33 @@ TEST(EventWatcher, StopWaitsUntilEveryWatchedEventCompleted) {
   EXPECT_EQ(late.calls.load(), 1);
 }
 
+TEST(EventWatcher, PollsALongUnitSparselyAndAShortOneOften) {
+  EXPECT_EQ(EventWatcher::PollInterval(absl::ZeroDuration()), absl::Microseconds(2));
+  EXPECT_EQ(EventWatcher::PollInterval(absl::Microseconds(80)), absl::Microseconds(10));
+  EXPECT_EQ(EventWatcher::PollInterval(absl::Milliseconds(10)), absl::Microseconds(50));
+  // A 30 ms event: at most one query per 50 us once it is older than 400 us (about 1100 in all
+  // with the ramp); every-2-us polling would make up to 15000. Slow machines only query less.
+  FakeEvent slow;
+  static std::atomic<int> queries{0};
+  queries = 0;
+  auto counting = [](cudaEvent_t e) {
+    queries.fetch_add(1);
+    return FakeQuery(e);
+  };
+  EventWatcher watcher(-1, "test-poll", counting);
+  watcher.Watch(AsEvent(&slow), &Record, &slow);
+  absl::SleepFor(absl::Milliseconds(30));
+  const int seen = queries.load();
+  EXPECT_GT(seen, 0);
+  EXPECT_LT(seen, 2000);
+  slow.state = 1;
+  const absl::Time done = absl::Now();
+  while (slow.calls.load() == 0 && absl::Now() - done < absl::Seconds(5)) {
+    absl::SleepFor(absl::Microseconds(10));
+  }
+  EXPECT_EQ(slow.calls.load(), 1);
+  watcher.Stop();
+}
+
 }  // namespace
 }  // namespace gemm::gpu
