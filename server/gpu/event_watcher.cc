@@ -47,7 +47,7 @@ absl::Duration EventWatcher::PollInterval(absl::Duration age) {
 
 void EventWatcher::Loop(int device) {
   if (device >= 0) (void)cudaSetDevice(device);
-  // NOTE: sleeps between polls are a few microseconds; Linux's default timer slack (50 us)
+  // NOTE: sleeps between polls are 2-50 microseconds; Linux's default timer slack (50 us)
   // would stretch every one of them to ~60 us.
   (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
   std::vector<Entry> watched;
