@@ -41,7 +41,9 @@ __global__ void ReadAllKernel(const uint4* p, int64_t n, unsigned* sink) {
     const uint4 v = __ldcs(p + i);
     x ^= v.x ^ v.y ^ v.z ^ v.w;
   }
-  if (x == 0x7fc17fc1u) *sink = x;  // two BF16 NaNs of one pattern: never in the random fill
+  // A store that practically never happens (the XOR of everything this thread read equal to one
+  // constant) but that the compiler cannot rule out, so it keeps every load.
+  if (x == 0x7fc17fc1u) *sink = x;
 }
 
 template <typename T>

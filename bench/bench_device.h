@@ -17,7 +17,7 @@ int FillRandomBf16(void* p, int64_t count, uint64_t seed, cudaStream_t stream);
 int LaunchDelay(double microseconds, cudaStream_t stream);
 
 // Enqueues a kernel that reads `bytes` (a multiple of 16) at `p` once with 16-byte loads and
-// writes one word to `sink` only if an impossible value turns up (so the loads cannot be
+// writes one word to `sink` only in a practically impossible case (so the loads cannot be
 // dropped): the device-memory read ceiling of read-only streams like the decode GEMMs.
 int LaunchReadAll(const void* p, int64_t bytes, unsigned* sink, cudaStream_t stream);
 

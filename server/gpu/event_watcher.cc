@@ -72,9 +72,8 @@ void EventWatcher::Loop(int device) {
       any = true;
     }
     if (!any && !watched.empty()) {
-      absl::Time oldest = watched.front().since;
-      for (const Entry& e : watched) oldest = std::min(oldest, e.since);
-      absl::SleepFor(PollInterval(absl::Now() - oldest));
+      // `watched` keeps the order of Watch() calls (erase keeps it): the front is the oldest.
+      absl::SleepFor(PollInterval(absl::Now() - watched.front().since));
     }
   }
 }
