@@ -17,8 +17,7 @@ mkdir -p "$OUT"
 # shellcheck source=lib/decode_run.sh
 source "$(dirname "$0")/lib/decode_run.sh"
 ROUNDS=${ROUNDS:-2}
-nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
-nproc | tee -a "$OUT/gpu.txt"
+decode_machine
 D="--shapes=16x8192x8192 --verify_fraction=0.01"
 P="--rpc=packed --streams_per_channel=1"
 S="--rpc=stream --streams_per_channel=8"

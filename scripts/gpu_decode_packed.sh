@@ -13,8 +13,7 @@ mkdir -p "$OUT"
 source "$(dirname "$0")/lib/decode_run.sh"
 ROUNDS=${ROUNDS:-2}
 STREAMS=${STREAMS:-1}
-nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
-nproc | tee -a "$OUT/gpu.txt"
+decode_machine
 D="--shapes=16x8192x8192 --verify_fraction=0.01"
 S="--rpc=stream --streams_per_channel=8"
 P="--rpc=packed --streams_per_channel=$STREAMS"

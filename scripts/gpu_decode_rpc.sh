@@ -16,8 +16,7 @@ mkdir -p "$OUT"
 # shellcheck source=lib/decode_run.sh
 source "$(dirname "$0")/lib/decode_run.sh"
 run() { decode_run "$@"; }
-nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
-nproc | tee -a "$OUT/gpu.txt"
+decode_machine
 S="--rpc=stream --streams_per_channel=8 --verify_fraction=0.01"
 run ceiling-stream $S --shapes=16x128x128 --
 run ceiling-stream-off $S --shapes=16x128x128 -- --batching=false

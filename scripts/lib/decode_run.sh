@@ -2,6 +2,12 @@
 # SERVER_FLAGS... starts gemm_server on GPU 0 (port 50400, no self-test), runs one closed-loop
 # gemm_loadgen point (resident [N,K] B over --shm, 64 callers, 8 channels) against it, stops the
 # server and prints the point's two table rows. Reports: $OUT/NAME.{json,txt,cpu}, server-NAME.log.
+# decode_machine records the GPU (name, SM clock) and the host's core count in $OUT/gpu.txt.
+decode_machine() {
+  nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+  nproc | tee -a "$OUT/gpu.txt"
+}
+
 decode_run() {
   local name=$1
   shift
