@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# compute-sanitizer memcheck and racecheck over our kernels (issue #3). Runs on the GPU machine
-# with gemm_bench and kernel_gpu_tests on PATH (a device bundle); writes one log per check and a
+# compute-sanitizer memcheck and racecheck over our kernels (issue #3) and, when engine_gpu_tests
+# is on PATH too, over the serving engine's GPU work (issue #4). Runs on the GPU machine with
+# gemm_bench and kernel_gpu_tests on PATH (a device bundle); writes one log per check and a
 # summary.txt under $OUT (default /tmp/gemm-sanitize).
 #   scripts/gpu_sanitize.sh
 # NOTE: no --kernel-name filter. With `--kernel-name kns=Sm90GemmKernel` the sanitizer (2025.3.1,
@@ -41,4 +42,15 @@ for tool in memcheck racecheck; do
       >"$OUT/$name.log" 2>&1
     report "$name" $?
   done
+  # The engine: inline and resident requests of both layouts, groups of mixed shapes, copies in
+  # and out of the pools, coalesced batches (memcheck also checks for leaks at exit).
+  if command -v engine_gpu_tests >/dev/null; then
+    name=$tool-engine
+    extra=()
+    [ $tool = memcheck ] && extra=(--leak-check full)
+    timeout 300 compute-sanitizer --tool $tool "${extra[@]}" engine_gpu_tests \
+      --gtest_filter='EngineTest.SingleAndBatchInline*:EngineTest.GroupMixedShapes*:EngineTest.ResidentBBothLayouts*:EngineTest.CoalescedBatch*' \
+      >"$OUT/$name.log" 2>&1
+    report "$name" $?
+  fi
 done
