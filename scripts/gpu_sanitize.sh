@@ -7,8 +7,9 @@
 # NOTE: no --kernel-name filter. With `--kernel-name kns=Sm90GemmKernel` the sanitizer (2025.3.1,
 # H100 and H200) stops at the first launch after an uninstrumented kernel ("Internal Sanitizer
 # Error: failed to handle a hardware exception"), even when our kernel exits right after its
-# prologue. Without the filter cuBLAS's kernels are checked too: their reports (nvjet_*) are
-# counted apart from ours in the summary.
+# prologue. Without the filter cuBLAS's kernels are checked too: races reported in them (nvjet_*)
+# are counted apart in the summary; every other report (ours, memcheck errors, sanitizer errors)
+# is counted as one to look at.
 set -uo pipefail
 OUT=${OUT:-/tmp/gemm-sanitize}
 mkdir -p "$OUT"
@@ -20,12 +21,13 @@ compute-sanitizer --version | tail -1 | tee "$summary"
 
 report() {  # report NAME STATUS: one summary line from $OUT/NAME.log
   local log=$OUT/$1.log
-  local ours others
+  local ours others sums tests
   ours=$(grep -E 'Race reported|Invalid|Error:' "$log" | grep -vc nvjet)
   others=$(grep -E 'Race reported' "$log" | grep -c nvjet)
-  echo "$1: exit $2; $(grep -E 'SUMMARY' "$log" | tail -1 | sed 's/^=* *//'); reports outside" \
-    "cuBLAS: $ours; cuBLAS (nvjet) races: $others; $(grep -E '^\[  (PASSED|FAILED)' "$log" |
-      tr '\n' ' ')" | tee -a "$summary"
+  sums=$(grep -E 'SUMMARY' "$log" | sed 's/^=* *//' | paste -sd ';' -)
+  tests=$(grep -E '^\[  (PASSED|FAILED)' "$log" | paste -sd ' ' -)
+  echo "$1: exit $2; $sums; reports other than cuBLAS races: $ours;" \
+    "cuBLAS (nvjet) races: $others; $tests" | tee -a "$summary"
 }
 
 for tool in memcheck racecheck; do
