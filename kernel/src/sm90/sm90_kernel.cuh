@@ -79,9 +79,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (tid == 0) {
     for (int s = 0; s < stages; ++s) {
       MbarInit(full_bar(s), 1);
-      // NOTE: one arrival per consumer warp (8 per CTA) from every CTA that reads the slot's
-      // multicast data, since a peer's TMA writes into this CTA's slot too.
-      MbarInit(empty_bar(s), 8 * cs);
+      // NOTE: one arrival per consumer warpgroup (2 per CTA) from every CTA that reads the
+      // slot's multicast data, since a peer's TMA writes into this CTA's slot too.
+      MbarInit(empty_bar(s), 2 * cs);
     }
     FenceBarrierInit();
     for (int p = 0; p < params.num_problems; ++p) {
@@ -209,10 +209,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint64_t desc_b0 =
         MakeSmemDescSw128(s_b + (kSplitN ? wgi * kWgCols * 128 : 0), kBKN ? 64 * 128 : 16, 1024);
 
+    // A wgmma is one warpgroup operation: once this warp's wait_group has seen it retire, no warp
+    // of the warpgroup reads its slot any more, so one thread per warpgroup and destination CTA
+    // signals (warp w -> CTA w), not every warp.
     auto release = [&](int s) {
+      if (lane != 0 || warp >= cs) return;
       if (cs > 1) {
-        if (lane < cs) MbarArriveCluster(empty_bar(s), lane);
-      } else if (lane == 0) {
+        MbarArriveCluster(empty_bar(s), warp);
+      } else {
         MbarArrive(empty_bar(s));
       }
     };
