@@ -214,8 +214,10 @@ template <int P>
 void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, KernelParams<P>* params) {
   int64_t begin = 0;
   for (int i = 0; i < num_problems; ++i) {
-    params->problems[i].tile_begin = begin;
-    begin += int64_t{params->problems[i].m_clusters} * params->problems[i].n_blocks * batch;
+    ProblemParams& pp = params->problems[i];
+    pp.tile_begin = begin;
+    pp.div = MakeTileDivisors(pp.m_clusters, pp.n_blocks, cfg.group_m);
+    begin += int64_t{pp.m_clusters} * pp.n_blocks * batch;
   }
   params->total_tiles = begin;
   params->dp_tiles = begin;
@@ -332,6 +334,10 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   GEMM_RETURN_IF_ERROR(BuildProblem(p, args.batch, args.stride_a, args.stride_b, args.stride_c,
                                     args.stride_d, *cfg, &params.tma[0], &params.problems[0]));
   FinishParams(*cfg, 1, std::max<int64_t>(args.batch, 1), &params);
+  if (params.total_tiles >= kMaxTiles) {
+    return absl::InvalidArgumentError(absl::StrCat("sm90: ", params.total_tiles,
+                                                   " tiles in one launch (at most 2^31 - 1)"));
+  }
   SplitWorkspace ws;
   if (opts.workspace != nullptr && opts.workspace_bytes > 0) {
     ws.ptr = opts.workspace;
@@ -398,6 +404,10 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
           BuildProblem(chunk[i], 1, 0, 0, 0, 0, cfg, &params.tma[3 * i], &params.problems[i]));
     }
     FinishParams(cfg, static_cast<int>(count), 1, &params);
+    if (params.total_tiles >= kMaxTiles) {
+      return absl::InvalidArgumentError(absl::StrCat("sm90: ", params.total_tiles,
+                                                     " tiles in one grouped launch (at most 2^31 - 1)"));
+    }
     params.debug_flags = debug_flags;
     GEMM_RETURN_IF_ERROR(CudaStatus(
         LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits->sm_count, stream),

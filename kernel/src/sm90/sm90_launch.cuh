@@ -82,7 +82,7 @@ cudaError_t LaunchSm90(const KernelParams<P>& params_in, int sm_count, cudaStrea
         !(params_in.debug_flags & kDebugNoSplit)) {
       const int64_t k_blocks = (params_in.problems[0].k + kBlockK - 1) / kBlockK;
       const SplitPlan plan = PlanTailSplit(params_in.total_tiles, k_blocks, max_clusters);
-      if (plan.splits > 1 &&
+      if (plan.splits > 1 && TotalUnits(plan) < kMaxTiles &&
           SplitWorkspaceBytes(plan, cs, BM, BN) <= static_cast<int64_t>(ws.bytes)) {
         KernelParams<P> p = params_in;
         p.dp_tiles = plan.dp_tiles;

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "scheduler.h"  // TileDivisors
+
 namespace gemm::kernel::sm90 {
 
 // Problems per launch of the grouped kernel (~28 KB of kernel parameters, under the 32 KB
@@ -36,6 +38,7 @@ struct ProblemParams {
   int32_t m_clusters;  // ceil(M / (cluster_m * 128))
   int32_t n_blocks;    // ceil(N / block_n)
   float alpha, beta;
+  TileDivisors div;    // of m_clusters x n_blocks with the launch's group_m (scheduler.h)
 };
 
 // The whole launch.
@@ -57,6 +60,8 @@ struct KernelParams {
   uint32_t* flags;  // one per partial slot, in the caller's workspace
   float* partials;  // block_m * block_n floats per slot, after the flags
 };
+
+static_assert(sizeof(KernelParams<kMaxGroupPerLaunch>) <= 32764, "over the kernel parameter limit");
 
 // Timing-experiment switches (results are wrong with any of the first three set).
 inline constexpr int kDebugSkipEpilogue = 1;  // consumers store nothing

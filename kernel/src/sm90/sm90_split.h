@@ -67,9 +67,11 @@ GEMM_HD UnitWork DecodeUnit(int64_t unit, const SplitPlan& plan) {
     w.tile = unit;
     return w;
   }
-  const int64_t v = unit - plan.dp_tiles;
-  w.split = static_cast<int32_t>(v / plan.tail_tiles);
-  w.tail_index = v % plan.tail_tiles;
+  // 32-bit arithmetic: the launcher keeps TotalUnits below kMaxTiles.
+  const uint32_t v = static_cast<uint32_t>(unit - plan.dp_tiles);
+  const uint32_t tail = static_cast<uint32_t>(plan.tail_tiles);
+  w.split = static_cast<int32_t>(v / tail);
+  w.tail_index = v - static_cast<uint32_t>(w.split) * tail;
   w.tile = plan.dp_tiles + w.tail_index;
   return w;
 }
@@ -82,8 +84,9 @@ GEMM_HD void SplitKRange(const UnitWork& w, const SplitPlan& plan, int32_t k_blo
     *end = k_blocks;
     return;
   }
-  *begin = static_cast<int32_t>(int64_t{w.split} * k_blocks / plan.splits);
-  *end = static_cast<int32_t>(int64_t{w.split + 1} * k_blocks / plan.splits);
+  const uint32_t splits = static_cast<uint32_t>(plan.splits);
+  *begin = static_cast<int32_t>(static_cast<uint32_t>(w.split) * k_blocks / splits);
+  *end = static_cast<int32_t>(static_cast<uint32_t>(w.split + 1) * k_blocks / splits);
 }
 
 // True for the split that reduces the partials and stores the tile.
