@@ -107,18 +107,42 @@ __global__ void __launch_bounds__(kThreads, 1)
       int stage = 0;
       uint32_t phase = 0;
       const uint16_t mask = static_cast<uint16_t>((1u << cs) - 1);
-      for (int64_t u = first_tile; u < total_units; u += num_clusters) {
+      // What the producer needs of one work unit.
+      struct Loads {
+        int32_t problem, batch, m0, n0, kb_begin, kb_end;
+      };
+      auto decode = [&](int64_t u) {
         const UnitWork w = DecodeUnit(u, plan);
         const TileCoord tc =
             DecodeTile(w.tile, params.problems, params.num_problems, params.group_m);
-        const ProblemParams& pp = params.problems[tc.problem];
-        const CUtensorMap* tma_a = &params.tma[3 * tc.problem + kTmaA];
-        const CUtensorMap* tma_b = &params.tma[3 * tc.problem + kTmaB];
-        const int m0 = (tc.m_cluster * cs + static_cast<int>(rank)) * BM;
-        const int n0 = tc.n_block * BN;
-        int32_t kb_begin = 0, kb_end = 0;
-        SplitKRange(w, plan, (pp.k + kBlockK - 1) / kBlockK, &kb_begin, &kb_end);
-        for (int kb = kb_begin; kb < kb_end; ++kb) {
+        Loads l;
+        l.problem = tc.problem;
+        l.batch = tc.batch;
+        l.m0 = (tc.m_cluster * cs + static_cast<int>(rank)) * BM;
+        l.n0 = tc.n_block * BN;
+        SplitKRange(w, plan, (params.problems[tc.problem].k + kBlockK - 1) / kBlockK, &l.kb_begin,
+                    &l.kb_end);
+        return l;
+      };
+      Loads cur{};
+      if (first_tile < total_units) cur = decode(first_tile);
+      for (int64_t u = first_tile; u < total_units; u += num_clusters) {
+        // NOTE: the next unit is decoded right after this unit's first load is issued, while the
+        // producer would wait for a free slot anyway, so that the next unit's first load goes out
+        // as soon as its slot frees (the trace measured the next unit's first load arriving
+        // after the consumers had finished their epilogue).
+        const int64_t u_next = u + num_clusters;
+        bool decoded = false;
+        Loads next = cur;
+        const CUtensorMap* tma_a = &params.tma[3 * cur.problem + kTmaA];
+        const CUtensorMap* tma_b = &params.tma[3 * cur.problem + kTmaB];
+        const int m0 = cur.m0, n0 = cur.n0;
+        const int32_t batch = cur.batch;
+        for (int kb = cur.kb_begin; kb < cur.kb_end; ++kb) {
+          if (kb == cur.kb_begin + 1 && u_next < total_units) {
+            next = decode(u_next);
+            decoded = true;
+          }
           MbarWait(empty_bar(stage), phase ^ 1);
           const uint32_t full = full_bar(stage);
           if (params.debug_flags & kDebugNoLoads) {
@@ -133,18 +157,18 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
           for (int r = 0; r < (BM + 127) / 128; ++r) {  // boxes of min(BM, 128) rows of A
             TmaLoad3d(tma_a, s_a + stage * kABytes + r * 128 * 128, full, kb * kBlockK,
-                      m0 + r * 128, tc.batch);
+                      m0 + r * 128, batch);
           }
           const uint32_t b_dst = s_b + stage * kBBytes;
           if (cs > 1 && (params.debug_flags & kDebugNoMulticast)) {
             if constexpr (kBKN) {
               for (int j = 0; j < BN / 64; ++j) {
-                TmaLoad3d(tma_b, b_dst + j * 64 * 128, full, n0 + j * 64, kb * kBlockK, tc.batch);
+                TmaLoad3d(tma_b, b_dst + j * 64 * 128, full, n0 + j * 64, kb * kBlockK, batch);
               }
             } else {
               for (int h = 0; h < cs; ++h) {
                 TmaLoad3d(tma_b, b_dst + h * (BN / cs) * 128, full, kb * kBlockK,
-                          n0 + h * (BN / cs), tc.batch);
+                          n0 + h * (BN / cs), batch);
               }
             }
           } else if constexpr (kBKN) {
@@ -157,12 +181,12 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
               for (int jj = 0; jj < BN / 128; ++jj) {
                 TmaLoad3dMulticast(tma_b, b_dst + (j0 + jj) * 64 * 128, full, mask,
-                                   n0 + (j0 + jj) * 64, kb * kBlockK, tc.batch);
+                                   n0 + (j0 + jj) * 64, kb * kBlockK, batch);
               }
             } else {
 #pragma unroll
               for (int j = 0; j < BN / 64; ++j) {
-                TmaLoad3d(tma_b, b_dst + j * 64 * 128, full, n0 + j * 64, kb * kBlockK, tc.batch);
+                TmaLoad3d(tma_b, b_dst + j * 64 * 128, full, n0 + j * 64, kb * kBlockK, batch);
               }
             }
           } else {
@@ -171,9 +195,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             const uint32_t dst = b_dst + rank * rows * 128;
             if (cs > 1) {
               TmaLoad3dMulticast(tma_b, dst, full, mask, kb * kBlockK,
-                                 n0 + static_cast<int>(rank) * rows, tc.batch);
+                                 n0 + static_cast<int>(rank) * rows, batch);
             } else {
-              TmaLoad3d(tma_b, dst, full, kb * kBlockK, n0, tc.batch);
+              TmaLoad3d(tma_b, dst, full, kb * kBlockK, n0, batch);
             }
           }
           if (++stage == stages) {
@@ -181,6 +205,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             phase ^= 1;
           }
         }
+        if (!decoded && u_next < total_units) next = decode(u_next);
+        cur = next;
       }
     }
   } else {
