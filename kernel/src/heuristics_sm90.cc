@@ -38,7 +38,8 @@ int SharedMemoryBytes(const TileConfig& cfg, bool fp32_out) {
   const int stage = (cfg.block_m + cfg.block_n) * cfg.block_k * 2;
   const int epilogue = 8 /*consumer warps*/ * 2 /*buffers*/ * 16 /*rows*/ * 128 /*bytes*/;
   const int barriers = 2 * cfg.stages * 8;
-  return cfg.stages * stage + epilogue + barriers + 1024 /*alignment slack*/;
+  const int unit_record = 32;  // the producer's decoded next work unit
+  return cfg.stages * stage + epilogue + barriers + unit_record + 1024 /*alignment slack*/;
 }
 
 int MaxStages(int block_m, int block_n, bool fp32_out, int smem_limit) {

@@ -40,11 +40,12 @@ namespace gemm::kernel::sm90 {
 inline constexpr int kBlockK = 64;
 inline constexpr int kThreads = 384;
 inline constexpr int kEpiBufBytes = 16 * 128;  // one warp's 16-row x 128-byte staging tile
+inline constexpr int kUnitRecordBytes = 32;     // the producer's decoded next work unit
 
 // Dynamic shared memory of one CTA (must match the device-side carve-up below).
 constexpr int SmemBytes(int block_m, int block_n, int stages) {
   return 1024 /*alignment slack*/ + stages * (block_m + block_n) * kBlockK * 2 + 16 * kEpiBufBytes +
-         2 * stages * 8;
+         2 * stages * 8 + kUnitRecordBytes;
 }
 
 template <int BM, int BN, bool kF32Out, bool kBKN, int P>
@@ -71,6 +72,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t s_bar = s_epi + 16 * kEpiBufBytes;
   auto full_bar = [&](int s) { return s_bar + s * 8; };
   auto empty_bar = [&](int s) { return s_bar + (stages + s) * 8; };
+  const uint32_t s_rec = s_bar + 2 * stages * 8;
 
   const int tid = threadIdx.x;
   const int wg = tid / 128;
@@ -111,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       struct Loads {
         int32_t problem, batch, m0, n0, kb_begin, kb_end;
       };
-      auto decode = [&](int64_t u) {
+      auto decode = [&](int32_t u) {
         const UnitWork w = DecodeUnit(u, plan);
         const TileCoord tc =
             DecodeTile(w.tile, params.problems, params.num_problems, params.group_m);
@@ -124,23 +126,35 @@ __global__ void __launch_bounds__(kThreads, 1)
                     &l.kb_end);
         return l;
       };
-      Loads cur{};
-      if (first_tile < total_units) cur = decode(first_tile);
-      for (int64_t u = first_tile; u < total_units; u += num_clusters) {
+      // 32-bit unit indices (the launcher keeps them below kMaxTiles): the producer has 40
+      // registers.
+      const int32_t units = static_cast<int32_t>(total_units);
+      const int32_t step = static_cast<int32_t>(num_clusters);
+      // NOTE: the decoded next unit waits in shared memory, not in registers: held in registers
+      // across the k-loop it made the 40-register producer spill.
+      volatile int32_t* const rec =
+          reinterpret_cast<volatile int32_t*>(smem_raw + (s_rec - SmemAddr(smem_raw)));
+      auto decode_to_record = [&](int32_t u) {
+        const Loads l = decode(u);
+        rec[0] = l.problem, rec[1] = l.batch, rec[2] = l.m0, rec[3] = l.n0;
+        rec[4] = l.kb_begin, rec[5] = l.kb_end;
+      };
+      if (first_tile < units) decode_to_record(static_cast<int32_t>(first_tile));
+      for (int32_t u = static_cast<int32_t>(first_tile); u < units; u += step) {
+        const Loads cur{rec[0], rec[1], rec[2], rec[3], rec[4], rec[5]};
         // NOTE: the next unit is decoded right after this unit's first load is issued, while the
         // producer would wait for a free slot anyway, so that the next unit's first load goes out
         // as soon as its slot frees (the trace measured the next unit's first load arriving
         // after the consumers had finished their epilogue).
-        const int64_t u_next = u + num_clusters;
+        const int32_t u_next = u + step;
         bool decoded = false;
-        Loads next = cur;
         const CUtensorMap* tma_a = &params.tma[3 * cur.problem + kTmaA];
         const CUtensorMap* tma_b = &params.tma[3 * cur.problem + kTmaB];
         const int m0 = cur.m0, n0 = cur.n0;
         const int32_t batch = cur.batch;
         for (int kb = cur.kb_begin; kb < cur.kb_end; ++kb) {
-          if (kb == cur.kb_begin + 1 && u_next < total_units) {
-            next = decode(u_next);
+          if (kb == cur.kb_begin + 1 && u_next < units) {
+            decode_to_record(u_next);
             decoded = true;
           }
           MbarWait(empty_bar(stage), phase ^ 1);
@@ -205,8 +219,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             phase ^= 1;
           }
         }
-        if (!decoded && u_next < total_units) next = decode(u_next);
-        cur = next;
+        if (!decoded && u_next < units) decode_to_record(u_next);
       }
     }
   } else {
