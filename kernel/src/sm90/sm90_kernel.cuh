@@ -260,12 +260,33 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     };
 
-    for (int64_t u = first_tile; u < total_units; u += num_clusters) {
-      const UnitWork w = DecodeUnit(u, plan);
-      const TileCoord tc = DecodeTile(w.tile, params.problems, params.num_problems, params.group_m);
+    // One work unit as the consumers see it.
+    struct Unit {
+      UnitWork w;
+      TileCoord tc;
+      int32_t kb_begin, kb_end;
+    };
+    auto decode = [&](int32_t u) {
+      Unit x;
+      x.w = DecodeUnit(u, plan);
+      x.tc = DecodeTile(x.w.tile, params.problems, params.num_problems, params.group_m);
+      SplitKRange(x.w, plan, (params.problems[x.tc.problem].k + kBlockK - 1) / kBlockK,
+                  &x.kb_begin, &x.kb_end);
+      return x;
+    };
+    const int32_t units = static_cast<int32_t>(total_units);
+    const int32_t step = static_cast<int32_t>(num_clusters);
+    // NOTE: the next unit is decoded while the first k-block's wgmmas run, so a unit starts
+    // with its coordinates known.
+    Unit cur{}, next{};
+    if (first_tile < units) cur = decode(static_cast<int32_t>(first_tile));
+    for (int32_t u = static_cast<int32_t>(first_tile); u < units; u += step, cur = next) {
+      const bool have_next = u + step < units;
+      bool decoded = false;
+      const UnitWork& w = cur.w;
+      const TileCoord& tc = cur.tc;
       const ProblemParams& pp = params.problems[tc.problem];
-      int32_t kb_begin = 0, kb_end = 0;
-      SplitKRange(w, plan, (pp.k + kBlockK - 1) / kBlockK, &kb_begin, &kb_end);
+      const int32_t kb_begin = cur.kb_begin, kb_end = cur.kb_end;
 
       int prev_stage = 0;
       for (int kb = kb_begin; kb < kb_end; ++kb) {
@@ -294,6 +315,10 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
         WgmmaCommit();
+        if (kb == kb_begin && have_next) {
+          next = decode(u + step);
+          decoded = true;
+        }
         if (kb > kb_begin) {
           WgmmaWait<1>();  // the previous k-block's wgmmas retired: its slot is free
           release(prev_stage);
@@ -306,6 +331,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       WgmmaWait<0>();
       release(prev_stage);
+      if (!decoded && have_next) next = decode(u + step);
 
       const int m_wg =
           (tc.m_cluster * cs + static_cast<int>(rank)) * BM + (kSplitN ? 0 : wgi * kWgRows);
