@@ -35,8 +35,9 @@ void Order(int64_t r, int32_t m, int32_t n, int32_t g, int32_t* mc, int32_t* nb)
 
 TEST(Scheduler, FastDivIsExact) {
   std::mt19937_64 rng(7);
-  std::vector<uint32_t> divisors = {1, 2, 3, 5, 7, 8, 9, 13, 16, 31, 64, 100, 127, 255, 1000, 4097,
-                                    65535, 65536, 1000003, 0x7fffffffu};
+  std::vector<uint32_t> divisors = {1,    2,    3,     5,     7,       8,          9,
+                                    13,   16,   31,    64,    100,     127,        255,
+                                    1000, 4097, 65535, 65536, 1000003, 0x7fffffffu};
   for (int i = 0; i < 200; ++i) divisors.push_back(1 + rng() % 0x7fffffffu);
   for (uint32_t d : divisors) {
     const FastDiv f = FastDiv::For(d);
@@ -114,7 +115,8 @@ TEST(Scheduler, GroupWalksDownMFirst) {
 
 TEST(Scheduler, DecodesProblemsAndBatches) {
   // Problem 0: 2 x 3 tiles x 2 batch entries = 12 tiles; problem 1: 1 x 4 tiles.
-  std::vector<P> probs = {{0, 2, 3, MakeTileDivisors(2, 3, 8)}, {12, 1, 4, MakeTileDivisors(1, 4, 8)}};
+  std::vector<P> probs = {{0, 2, 3, MakeTileDivisors(2, 3, 8)},
+                          {12, 1, 4, MakeTileDivisors(1, 4, 8)}};
   std::set<std::tuple<int, int, int, int>> seen;
   for (int64_t t = 0; t < 16; ++t) {
     TileCoord c = DecodeTile(t, probs, 2, 8);

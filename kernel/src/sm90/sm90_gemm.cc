@@ -335,8 +335,8 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
                                     args.stride_d, *cfg, &params.tma[0], &params.problems[0]));
   FinishParams(*cfg, 1, std::max<int64_t>(args.batch, 1), &params);
   if (params.total_tiles >= kMaxTiles) {
-    return absl::InvalidArgumentError(absl::StrCat("sm90: ", params.total_tiles,
-                                                   " tiles in one launch (at most 2^31 - 1)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sm90: ", params.total_tiles, " tiles in one launch (at most 2^31 - 1)"));
   }
   SplitWorkspace ws;
   if (opts.workspace != nullptr && opts.workspace_bytes > 0) {
@@ -405,8 +405,8 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
     }
     FinishParams(cfg, static_cast<int>(count), 1, &params);
     if (params.total_tiles >= kMaxTiles) {
-      return absl::InvalidArgumentError(absl::StrCat("sm90: ", params.total_tiles,
-                                                     " tiles in one grouped launch (at most 2^31 - 1)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sm90: ", params.total_tiles, " tiles in one grouped launch (at most 2^31 - 1)"));
     }
     params.debug_flags = debug_flags;
     GEMM_RETURN_IF_ERROR(CudaStatus(

@@ -15,6 +15,9 @@
 //        to 232 registers (W/2 accumulators). Epilogue: alpha/beta(C) in registers -> STSM (BF16) /
 //        st.shared (FP32) into a per-warp double-buffered 128B-swizzled 16-row staging tile -> TMA
 //        store (hardware clips M/N edges).
+// Work units are decoded one ahead (scheduler.h's multiply-shift divisors): the producer right
+// after issuing a unit's first load, the consumers while a unit's first wgmmas run, so no unit
+// starts with ~1,000 cycles of index arithmetic on its critical path.
 // Edges: TMA zero-fills out-of-bounds loads (M, N and K tails), so any M, N, K >= 1 works.
 // Tail split-K (sm90_split.h): units of the last wave may cover a K range of a tile; non-owner
 // units store FP32 partials to the workspace and publish a flag (release), the owner waits for
@@ -40,7 +43,7 @@ namespace gemm::kernel::sm90 {
 inline constexpr int kBlockK = 64;
 inline constexpr int kThreads = 384;
 inline constexpr int kEpiBufBytes = 16 * 128;  // one warp's 16-row x 128-byte staging tile
-inline constexpr int kUnitRecordBytes = 32;     // the producer's decoded next work unit
+inline constexpr int kUnitRecordBytes = 32;    // the producer's decoded next work unit
 
 // Dynamic shared memory of one CTA (must match the device-side carve-up below).
 constexpr int SmemBytes(int block_m, int block_n, int stages) {
@@ -94,8 +97,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     Unit x;
     x.w = DecodeUnit(u, plan);
     x.tc = DecodeTile(x.w.tile, params.problems, params.num_problems, params.group_m);
-    SplitKRange(x.w, plan, (params.problems[x.tc.problem].k + kBlockK - 1) / kBlockK,
-                &x.kb_begin, &x.kb_end);
+    SplitKRange(x.w, plan, (params.problems[x.tc.problem].k + kBlockK - 1) / kBlockK, &x.kb_begin,
+                &x.kb_end);
     return x;
   };
   // The producer's record of its next unit (shared memory: see the producer).
@@ -132,7 +135,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
   }
   if (params.debug_flags & kDebugExitEarly) return;  // timing of launch + prologue only
-
 
   if (wg == 0) {
     // ---------------- producer ----------------

@@ -38,7 +38,7 @@ struct ProblemParams {
   int32_t m_clusters;  // ceil(M / (cluster_m * 128))
   int32_t n_blocks;    // ceil(N / block_n)
   float alpha, beta;
-  TileDivisors div;    // of m_clusters x n_blocks with the launch's group_m (scheduler.h)
+  TileDivisors div;  // of m_clusters x n_blocks with the launch's group_m (scheduler.h)
 };
 
 // The whole launch.
