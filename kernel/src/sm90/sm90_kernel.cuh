@@ -93,12 +93,15 @@ __global__ void __launch_bounds__(kThreads, 1)
     TileCoord tc;
     int32_t kb_begin, kb_end;
   };
+  // NOTE: single-problem launches (P == 1) index their problem with a constant, so its fields are
+  // read as constant-bank operands instead of by register-indexed loads on each unit's path.
+  auto prob = [](int32_t p) { return P == 1 ? 0 : p; };
   auto decode = [&](int32_t u) {
     Unit x;
     x.w = DecodeUnit(u, plan);
-    x.tc = DecodeTile(x.w.tile, params.problems, params.num_problems, params.group_m);
-    SplitKRange(x.w, plan, (params.problems[x.tc.problem].k + kBlockK - 1) / kBlockK, &x.kb_begin,
-                &x.kb_end);
+    x.tc = DecodeTile(x.w.tile, params.problems, P == 1 ? 1 : params.num_problems, params.group_m);
+    SplitKRange(x.w, plan, (params.problems[prob(x.tc.problem)].k + kBlockK - 1) / kBlockK,
+                &x.kb_begin, &x.kb_end);
     return x;
   };
   // The producer's record of its next unit (shared memory: see the producer).
@@ -157,8 +160,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         // after the consumers had finished their epilogue).
         const int32_t u_next = u + step;
         bool decoded = false;
-        const CUtensorMap* tma_a = &params.tma[3 * cur.problem + kTmaA];
-        const CUtensorMap* tma_b = &params.tma[3 * cur.problem + kTmaB];
+        const CUtensorMap* tma_a = &params.tma[3 * prob(cur.problem) + kTmaA];
+        const CUtensorMap* tma_b = &params.tma[3 * prob(cur.problem) + kTmaB];
         const int m0 = cur.m0, n0 = cur.n0;
         const int32_t batch = cur.batch;
         for (int kb = cur.kb_begin; kb < cur.kb_end; ++kb) {
@@ -278,7 +281,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       bool decoded = false;
       const UnitWork& w = cur.w;
       const TileCoord& tc = cur.tc;
-      const ProblemParams& pp = params.problems[tc.problem];
+      const ProblemParams& pp = params.problems[prob(tc.problem)];
       const int32_t kb_begin = cur.kb_begin, kb_end = cur.kb_end;
 
       int prev_stage = 0;
@@ -519,8 +522,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                 FenceProxyAsyncShared();
                 __syncwarp();
                 if (lane == 0) {
-                  TmaStore3d(&params.tma[3 * tc.problem + kTmaD], buf, n_base + j * kCW, m_warp,
-                             tc.batch);
+                  TmaStore3d(&params.tma[3 * prob(tc.problem) + kTmaD], buf, n_base + j * kCW,
+                             m_warp, tc.batch);
                   BulkCommitGroup();
                 }
                 ++epi_iter;
