@@ -13,8 +13,8 @@
 //        descriptors (B K-major, or N-major with the transpose bit), keeps one wgmma group in
 //        flight and frees a slot as soon as the wgmma that read it retired. setmaxnreg raises them
 //        to 232 registers (W/2 accumulators). Epilogue: alpha/beta(C) in registers -> STSM (BF16) /
-//        st.shared (FP32) into a per-warp double-buffered 128B-swizzled 16-row staging tile -> TMA
-//        store (hardware clips M/N edges).
+//        st.shared (FP32) into two 128B-swizzled 16-row staging tiles per warp, filled in pairs
+//        under one proxy fence -> TMA stores (hardware clips M/N edges).
 // Work units are decoded one ahead (scheduler.h's multiply-shift divisors): the producer right
 // after issuing a unit's first load, the consumers while a unit's first wgmmas run, so no unit
 // starts with ~1,000 cycles of index arithmetic on its critical path.
