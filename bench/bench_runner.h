@@ -35,6 +35,7 @@ struct BenchOptions {
   int debug_flags = 0;        // sm90 kDebug* bits (timing experiments; results may be wrong)
   int64_t force_ctas = 0;     // with direct_small_m: grid size override (0 = heuristic)
   double mem_fraction = 0.6;  // share of free device memory the operand sets may use
+  bool same_set = false;  // both implementations of a rep on one operand set (before 2026-11-23)
 };
 
 // One measured line.

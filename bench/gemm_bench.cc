@@ -4,7 +4,7 @@
 //
 //   gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both] [--dtype bf16|f32]
 //              [--json] [--csv] [--check] [--reps N] [--warmup N] [--shapes DIR]
-//              [--direct] [--ctas N] [--sm90_main] [--no_split] [--tile MxN]
+//              [--direct] [--ctas N] [--sm90_main] [--no_split] [--tile MxN] [--same_set]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +29,7 @@ constexpr char kUsage[] =
     "                  [--dtype bf16|f32] [--json] [--csv] [--check] [--reps N] [--warmup N]\n"
     "                  [--shapes DIR] [--direct] [--ctas N] [--sm90_main] [--no_split]\n"
     "                  [--tile MxN] [--stages N] [--cluster N] [--group_m N]\n"
-    "                  [--debug_flags N]\n"
+    "                  [--debug_flags N] [--same_set]\n"
     "  --json    one JSON object per line on stdout (the table goes to stderr)\n"
     "  --csv     CSV lines on stdout instead of the table\n"
     "  --check   compare ours with cuBLASLt (relative Frobenius error) before timing\n"
@@ -41,7 +41,9 @@ constexpr char kUsage[] =
     "  --debug_flags N  sm90 kDebug* bits (1 skip epilogue, 2 no loads, 4 no multicast,\n"
     "               8 no split-K, 128 exit after the prologue): timing experiments only,\n"
     "               results are wrong except with 8\n"
-    "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n";
+    "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n"
+    "  --same_set  time both implementations of a rep on one operand set (the method before\n"
+    "            2026-11-23: cuBLAS then ran on operands ours had just brought into L2)\n";
 
 struct Flags {
   BenchOptions bench;
@@ -109,6 +111,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->bench.warmup = std::atoi(v.c_str());
     } else if (arg == "--ctas" && value(&v)) {
       f->bench.force_ctas = std::atoll(v.c_str());
+    } else if (arg == "--same_set") {
+      f->bench.same_set = true;
     } else if (arg == "--shapes" && value(&v)) {
       f->bench.shapes_dir = v;
     } else {
