@@ -185,11 +185,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   // thread that initialized the barriers, as soon as the second warp has decoded the unit: the
   // clock64 trace measured ~2,150 cycles from entry to the first load when the producer issued
   // it after the barrier (barrier, setmaxnreg and the loop's first instructions, most of them
-  // instruction-cache misses). Only this CTA's barriers are involved, so these loads do not
-  // multicast: in a cluster each CTA loads all of B for them (the peer's barriers may not be
-  // initialized yet).
+  // instruction-cache misses). Single-CTA clusters only: in a 2-CTA cluster the peer's barriers
+  // may not be initialized yet, and loading all of B in each CTA for those k-blocks instead of
+  // multicasting it made the batched set 3.5% slower (H200, 2026-11-23).
   int issued = 0;  // k-blocks of the first unit already loaded (thread 0)
-  if (first_unit < units && tid < 64 && !(params.debug_flags & (kDebugNoLoads | kDebugExitEarly))) {
+  if (cs == 1 && first_unit < units && tid < 64 &&
+      !(params.debug_flags & (kDebugNoLoads | kDebugExitEarly))) {
     NamedBarrierSync(2, 64);  // thread 32's record of the first unit
     if (tid == 0) {
       const int32_t problem = rec[0], batch = rec[1], m0 = rec[2], n0 = rec[3];
