@@ -113,6 +113,54 @@ __global__ void __launch_bounds__(kThreads, 1)
     rec[2] = (x.tc.m_cluster * cs + static_cast<int>(rank)) * BM, rec[3] = x.tc.n_block * BN;
     rec[4] = x.kb_begin, rec[5] = x.kb_end;
   };
+  // Issues the TMA loads of k-block `kb` of a unit into slot `stage`, completing on its full
+  // barrier: A's rows, then B's columns, multicast across the cluster (each CTA loads its share)
+  // or, with `multicast` false, all loaded by this CTA.
+  auto issue_loads = [&](const CUtensorMap* tma_a, const CUtensorMap* tma_b, int32_t batch, int m0,
+                         int n0, int kb, int stage, bool multicast) {
+    const uint32_t full = full_bar(stage);
+#pragma unroll
+    for (int r = 0; r < (BM + 127) / 128; ++r) {  // boxes of min(BM, 128) rows of A
+      TmaLoad3d(tma_a, s_a + stage * kABytes + r * 128 * 128, full, kb * kBlockK, m0 + r * 128,
+                batch);
+    }
+    const uint32_t b_dst = s_b + stage * kBBytes;
+    const uint16_t mask = static_cast<uint16_t>((1u << cs) - 1);
+    if constexpr (kBKN) {
+      // B [K,N]: 64-column (128-byte) boxes of 64 K rows, one 8 KB block each.
+      // NOTE: fixed trip counts (cs is 1 or 2): a loop bounded by a runtime division cost the
+      // producer ~25 instructions per k-block, and with runtime bounds the 40-register producer
+      // spilled.
+      if (multicast) {
+        const int j0 = static_cast<int>(rank) * (BN / 128);
+#pragma unroll
+        for (int jj = 0; jj < BN / 128; ++jj) {
+          TmaLoad3dMulticast(tma_b, b_dst + (j0 + jj) * 64 * 128, full, mask, n0 + (j0 + jj) * 64,
+                             kb * kBlockK, batch);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < BN / 64; ++j) {
+          TmaLoad3d(tma_b, b_dst + j * 64 * 128, full, n0 + j * 64, kb * kBlockK, batch);
+        }
+      }
+    } else {
+      // B [N,K]: boxes of BN/cs rows of 128 bytes (cs is 1 or 2), this CTA's one multicast or
+      // all of them loaded here.
+      if (multicast) {
+        TmaLoad3dMulticast(tma_b, b_dst + rank * (BN / 2) * 128, full, mask, kb * kBlockK,
+                           n0 + static_cast<int>(rank) * (BN / 2), batch);
+      } else if (cs > 1) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          TmaLoad3d(tma_b, b_dst + h * (BN / 2) * 128, full, kb * kBlockK, n0 + h * (BN / 2),
+                    batch);
+        }
+      } else {
+        TmaLoad3d(tma_b, b_dst, full, kb * kBlockK, n0, batch);
+      }
+    }
+  };
   // NOTE: the producer's first unit is decoded before the prologue's barrier, by the producer
   // warpgroup's second warp, so its parameter loads overlap the barrier set-up instead of
   // delaying the first TMA load (measured: ~700 cycles of decode after the prologue). The
@@ -128,8 +176,32 @@ __global__ void __launch_bounds__(kThreads, 1)
       MbarInit(empty_bar(s), 2 * cs);
     }
     FenceBarrierInit();
+    FenceProxyAsyncShared();  // the barriers' init before the early loads' complete_tx
     for (int p = 0; p < params.num_problems; ++p) {
       for (int i = 0; i < 3; ++i) PrefetchTensorMap(&params.tma[3 * p + i]);
+    }
+  }
+  // NOTE: the first unit's first `stages` k-blocks are loaded before the prologue barrier, by the
+  // thread that initialized the barriers, as soon as the second warp has decoded the unit: the
+  // clock64 trace measured ~2,150 cycles from entry to the first load when the producer issued
+  // it after the barrier (barrier, setmaxnreg and the loop's first instructions, most of them
+  // instruction-cache misses). Single-CTA clusters only: in a 2-CTA cluster the peer's barriers
+  // may not be initialized yet, and loading all of B in each CTA for those k-blocks instead of
+  // multicasting it made the batched set 3.5% slower (H200, 2026-11-23).
+  int issued = 0;  // k-blocks of the first unit already loaded (thread 0)
+  if (cs == 1 && first_unit < units && tid < 64 &&
+      !(params.debug_flags & (kDebugNoLoads | kDebugExitEarly))) {
+    NamedBarrierSync(2, 64);  // thread 32's record of the first unit
+    if (tid == 0) {
+      const int32_t problem = rec[0], batch = rec[1], m0 = rec[2], n0 = rec[3];
+      const int32_t kb_begin = rec[4], kb_end = rec[5];
+      issued = min(stages, kb_end - kb_begin);
+      for (int i = 0; i < issued; ++i) {
+        MbarArriveExpectTx(full_bar(i), kABytes + kBBytes);
+        issue_loads(&params.tma[3 * prob(problem) + kTmaA], &params.tma[3 * prob(problem) + kTmaB],
+                    batch, m0, n0, kb_begin + i, i, false);
+      }
+      rec[4] = kb_begin + issued;  // the producer's loop goes on from there
     }
   }
   if (cs > 1) {
@@ -143,9 +215,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // ---------------- producer ----------------
     WarpgroupRegDealloc<40>();
     if (tid == 0) {
-      int stage = 0;
-      uint32_t phase = 0;
-      const uint16_t mask = static_cast<uint16_t>((1u << cs) - 1);
+      int stage = issued == stages ? 0 : issued;
+      uint32_t phase = issued == stages ? 1 : 0;
       // What the producer needs of one work unit.
       struct Loads {
         int32_t problem, batch, m0, n0, kb_begin, kb_end;
@@ -180,52 +251,8 @@ __global__ void __launch_bounds__(kThreads, 1)
             continue;
           }
           MbarArriveExpectTx(full, kABytes + kBBytes);
-#pragma unroll
-          for (int r = 0; r < (BM + 127) / 128; ++r) {  // boxes of min(BM, 128) rows of A
-            TmaLoad3d(tma_a, s_a + stage * kABytes + r * 128 * 128, full, kb * kBlockK,
-                      m0 + r * 128, batch);
-          }
-          const uint32_t b_dst = s_b + stage * kBBytes;
-          if (cs > 1 && (params.debug_flags & kDebugNoMulticast)) {
-            if constexpr (kBKN) {
-              for (int j = 0; j < BN / 64; ++j) {
-                TmaLoad3d(tma_b, b_dst + j * 64 * 128, full, n0 + j * 64, kb * kBlockK, batch);
-              }
-            } else {
-              for (int h = 0; h < cs; ++h) {
-                TmaLoad3d(tma_b, b_dst + h * (BN / cs) * 128, full, kb * kBlockK,
-                          n0 + h * (BN / cs), batch);
-              }
-            }
-          } else if constexpr (kBKN) {
-            // B [K,N]: 64-column (128-byte) boxes of 64 K rows, one 8 KB block each.
-            // NOTE: fixed trip counts (cs is 1 or 2): a loop bounded by a runtime division cost
-            // the producer ~25 instructions per k-block, and with runtime bounds the 40-register
-            // producer spilled.
-            if (cs > 1) {
-              const int j0 = static_cast<int>(rank) * (BN / 128);
-#pragma unroll
-              for (int jj = 0; jj < BN / 128; ++jj) {
-                TmaLoad3dMulticast(tma_b, b_dst + (j0 + jj) * 64 * 128, full, mask,
-                                   n0 + (j0 + jj) * 64, kb * kBlockK, batch);
-              }
-            } else {
-#pragma unroll
-              for (int j = 0; j < BN / 64; ++j) {
-                TmaLoad3d(tma_b, b_dst + j * 64 * 128, full, n0 + j * 64, kb * kBlockK, batch);
-              }
-            }
-          } else {
-            // B [N,K]: BN/cs rows of 128 bytes per CTA.
-            const int rows = BN >> (cs - 1);
-            const uint32_t dst = b_dst + rank * rows * 128;
-            if (cs > 1) {
-              TmaLoad3dMulticast(tma_b, dst, full, mask, kb * kBlockK,
-                                 n0 + static_cast<int>(rank) * rows, batch);
-            } else {
-              TmaLoad3d(tma_b, dst, full, kb * kBlockK, n0, batch);
-            }
-          }
+          issue_loads(tma_a, tma_b, batch, m0, n0, kb, stage,
+                      cs > 1 && !(params.debug_flags & kDebugNoMulticast));
           if (++stage == stages) {
             stage = 0;
             phase ^= 1;
