@@ -23,6 +23,11 @@ __global__ void FillKernel(__nv_bfloat16* p, int64_t count, uint64_t seed) {
   }
 }
 
+// Does nothing: the launch floor (one CTA per SM of the persistent kernels' 384 threads).
+__global__ void __launch_bounds__(384, 1) EmptyKernel(int* never) {
+  if (never != nullptr && threadIdx.x == 1024) *never = 0;  // keeps the parameter
+}
+
 __global__ void DelayKernel(uint64_t ns) {
   uint64_t start;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
@@ -97,6 +102,11 @@ int FillRandomBf16(void* p, int64_t count, uint64_t seed, cudaStream_t stream) {
 
 int LaunchDelay(double microseconds, cudaStream_t stream) {
   DelayKernel<<<1, 1, 0, stream>>>(static_cast<uint64_t>(microseconds * 1e3));
+  return static_cast<int>(cudaGetLastError());
+}
+
+int LaunchEmpty(int ctas, cudaStream_t stream) {
+  EmptyKernel<<<static_cast<unsigned>(ctas), 384, 0, stream>>>(nullptr);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -16,6 +16,10 @@ int FillRandomBf16(void* p, int64_t count, uint64_t seed, cudaStream_t stream);
 // queue the timed launches behind it and the timings measure the GPU, not the launch path.
 int LaunchDelay(double microseconds, cudaStream_t stream);
 
+// Enqueues an empty kernel of `ctas` CTAs of 384 threads: what any launch costs in the timed
+// loop (the floor under every row's time).
+int LaunchEmpty(int ctas, cudaStream_t stream);
+
 // Enqueues a kernel that reads `bytes` (a multiple of 16) at `p` once with 16-byte loads and
 // writes one word to `sink` only in a practically impossible case (so the loads cannot be
 // dropped): the device-memory read ceiling of read-only streams like the decode GEMMs.

@@ -207,6 +207,13 @@ absl::StatusOr<double> Bench::ReadGbps() {
   return static_cast<double>(bytes) / ((*ms)[0] * 1e-3) / 1e9;
 }
 
+absl::StatusOr<double> Bench::EmptyLaunchUs() {
+  absl::StatusOr<std::vector<double>> ms =
+      TimeMedians({[&](int) { return Cuda(LaunchEmpty(sm_count_, stream_), "empty kernel"); }}, 1);
+  if (!ms.ok()) return ms.status();
+  return (*ms)[0] * 1e3;
+}
+
 bool Bench::ReadCheck(absl::Status st, const void* sums, BenchRow* row) {
   CompareSums host;
   if (st.ok()) {

@@ -71,6 +71,9 @@ class Bench {
   // (the ceiling of read-only streams such as the decode GEMMs' reading of B).
   absl::StatusOr<double> ReadGbps();
 
+  // Time in microseconds of an empty kernel (one 384-thread CTA per SM) timed like the rows.
+  absl::StatusOr<double> EmptyLaunchUs();
+
   // Runs every shape of `set` ("large", "decode", "batched" or "grouped") for every layout.
   // Per-shape failures are reported in BenchRow::error; a missing shape file is an error.
   absl::StatusOr<std::vector<BenchRow>> RunSet(const std::string& set);
