@@ -107,6 +107,9 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
   const int64_t it_begin = CtaBegin(cta, p);
   const int nk = static_cast<int>(CtaBegin(cta + 1, p) - it_begin);
   const uint32_t smem0 = SmemAddr(smem);
+  // NOTE: the fixup kernel's blocks become resident now and wait in griddepcontrol.wait, so
+  // they start as soon as this grid ends instead of being launched then.
+  LaunchDependents();
 
   // Loader position (batch, tile, k block), advanced one iteration per stage.
   int64_t l_kb = it_begin % p.k_blocks;
