@@ -317,8 +317,14 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
   const bool direct = opts_.direct_small_m && s.m <= 128;
   kernel::sm90::SmallMPlan plan;
   std::size_t ws_ours = 0;
+  // The cluster limits let the plan pick the tile-aligned grids the dispatch picks (none with
+  // --stream_k or when the query fails).
+  const absl::StatusOr<kernel::sm90::SmallMClusterLimits> limits =
+      kernel::sm90::QuerySmallMClusterLimits();
+  const kernel::sm90::SmallMClusterLimits* clusters =
+      limits.ok() && !opts_.stream_k ? &*limits : nullptr;
   if (direct) {
-    plan = kernel::sm90::PlanSmallM(args[0], sm_count_, opts_.force_ctas);
+    plan = kernel::sm90::PlanSmallM(args[0], sm_count_, opts_.force_ctas, clusters);
     ws_ours = plan.workspace_bytes;
     row.ours = "small_m_direct";
   } else {
@@ -331,7 +337,8 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
     row.ctas = 0;
   }
   if (!opts_.sm90_main && (direct || kernel::sm90::UseSmallM(args[0], sm_count_))) {
-    row.ctas = kernel::sm90::PlanSmallM(args[0], sm_count_, direct ? opts_.force_ctas : 0).ctas;
+    row.ctas =
+        kernel::sm90::PlanSmallM(args[0], sm_count_, direct ? opts_.force_ctas : 0, clusters).ctas;
   }
   void* ws = nullptr;
   if (ws_ours > 0) {

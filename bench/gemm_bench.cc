@@ -4,7 +4,8 @@
 //
 //   gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both] [--dtype bf16|f32]
 //              [--json] [--csv] [--check] [--reps N] [--warmup N] [--shapes DIR]
-//              [--direct] [--ctas N] [--sm90_main] [--no_split] [--tile MxN] [--same_set]
+//              [--direct] [--ctas N] [--stream_k] [--sm90_main] [--no_split] [--tile MxN]
+//              [--same_set]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +30,7 @@ constexpr char kUsage[] =
     "                  [--dtype bf16|f32] [--json] [--csv] [--check] [--reps N] [--warmup N]\n"
     "                  [--shapes DIR] [--direct] [--ctas N] [--sm90_main] [--no_split]\n"
     "                  [--tile MxN] [--stages N] [--cluster N] [--group_m N]\n"
-    "                  [--debug_flags N] [--same_set]\n"
+    "                  [--debug_flags N] [--same_set] [--stream_k]\n"
     "  --json    one JSON object per line on stdout (the table goes to stderr)\n"
     "  --csv     CSV lines on stdout instead of the table\n"
     "  --check   compare ours with cuBLASLt (relative Frobenius error) before timing\n"
@@ -42,6 +43,8 @@ constexpr char kUsage[] =
     "               8 no split-K, 128 exit after the prologue): timing experiments only,\n"
     "               results are wrong except with 8\n"
     "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n"
+    "  --stream_k  with --direct: the small-M stream-K grid even where the dispatch would\n"
+    "            use a tile-aligned grid (whole tiles or cluster split-K)\n"
     "  --same_set  time both implementations of a rep on one operand set (the method before\n"
     "            2026-11-23: cuBLAS then ran on operands ours had just brought into L2)\n";
 
@@ -81,6 +84,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->bench.group_m = std::atoi(v.c_str());
     } else if (arg == "--debug_flags" && value(&v)) {
       f->bench.debug_flags = std::atoi(v.c_str());
+    } else if (arg == "--stream_k") {
+      f->bench.stream_k = true;
     } else if (arg == "--direct") {
       f->bench.direct_small_m = true;
     } else if (arg == "--set" && value(&v)) {

@@ -4,6 +4,7 @@
 # gemm_bench and kernel_gpu_tests on PATH (a device bundle); writes one log per check and a
 # summary.txt under $OUT (default /tmp/gemm-sanitize).
 #   scripts/gpu_sanitize.sh
+# small_m_test, when on PATH, is checked too.
 # NOTE: no --kernel-name filter. With `--kernel-name kns=Sm90GemmKernel` the sanitizer (2025.3.1,
 # H100 and H200) stops at the first launch after an uninstrumented kernel ("Internal Sanitizer
 # Error: failed to handle a hardware exception"), even when our kernel exits right after its
@@ -44,6 +45,16 @@ for tool in memcheck racecheck; do
       >"$OUT/$name.log" 2>&1
     report "$name" $?
   done
+  # The small-M (decode) kernel: stream-K with its fixup kernel, and cluster split-K through
+  # distributed shared memory (racecheck: one shape of each, the sweep is slow under it).
+  if command -v small_m_test >/dev/null; then
+    name=$tool-small-m
+    filter='SmallMTest.ClusterSplitK*:SmallMTest.ForcedGridSizes:SmallMTest.StridedBatch'
+    [ $tool = racecheck ] && filter='SmallMTest.ClusterSplitKDeterministic:SmallMTest.DeterministicAcrossRuns'
+    timeout 300 compute-sanitizer --tool $tool small_m_test --gtest_filter="$filter" \
+      >"$OUT/$name.log" 2>&1
+    report "$name" $?
+  fi
   # The engine: inline and resident requests of both layouts, groups of mixed shapes, copies in
   # and out of the pools, coalesced batches (memcheck also checks for leaks at exit).
   if command -v engine_gpu_tests >/dev/null; then

@@ -62,5 +62,55 @@ TEST(SmallMPlan, SplitTilesOnlyWhenCtaBoundariesCutTiles) {
   EXPECT_EQ(PlanSmallM(Shape(8, 256, 256, 3), 132).total_iters, 3 * 2 * 4);
 }
 
+TEST(SmallMPlan, TileAlignedGridsReplaceStreamKWhereTheyFillTheSms) {
+  const SmallMClusterLimits limits{.of2 = 66, .of4 = 33, .of8 = 16};
+  auto plan = [&](int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
+    return PlanSmallM(Shape(m, n, k, batch), 132, 0, &limits);
+  };
+  // 64 tiles x 2 = 128 CTAs (97% of 132): clusters of 2 split K, no fixup, no workspace.
+  for (int64_t m : {1, 16}) {
+    const SmallMPlan p = plan(m, 8192, 8192);
+    EXPECT_EQ(p.cluster_k, 2);
+    EXPECT_EQ(p.ctas, 128);
+    EXPECT_FALSE(p.split_tiles);
+    EXPECT_EQ(p.workspace_bytes, 0u);
+  }
+  EXPECT_EQ(plan(16, 4096, 8192).cluster_k, 4);      // 32 x 4
+  EXPECT_EQ(plan(16, 2048, 8192).cluster_k, 8);      // 16 x 8
+  EXPECT_EQ(plan(16, 4096, 8192, 2).cluster_k, 2);   // 2 batch entries x 32 tiles x 2
+  EXPECT_EQ(plan(16, 8192 - 100, 8192).cluster_k, 2);  // N cut inside the last tile
+  // 128 tiles: one whole tile per CTA, no clusters and no split.
+  const SmallMPlan whole = plan(16, 16384, 4096);
+  EXPECT_EQ(whole.cluster_k, 1);
+  EXPECT_EQ(whole.ctas, 128);
+  EXPECT_FALSE(whole.split_tiles);
+  // Stream-K stays where no multiple fills 95% of the SMs (224 tiles; 60 x 2 = 120 is 91%).
+  EXPECT_EQ(plan(16, 28672, 8192).cluster_k, 1);
+  EXPECT_EQ(plan(16, 28672, 8192).ctas, 132);
+  EXPECT_EQ(plan(16, 60 * 128, 8192).cluster_k, 1);
+  EXPECT_TRUE(plan(16, 60 * 128, 8192).split_tiles);
+  // The 4 idle SMs' share of a larger B (8192 x 28672: 14 MB) costs more than the fixup.
+  EXPECT_EQ(plan(16, 8192, 28672).cluster_k, 1);
+  EXPECT_EQ(plan(16, 8192, 28672).ctas, 132);
+  EXPECT_EQ(plan(16, 16384, 16384).ctas, 132);
+  // An exact fill idles no SM: 66 tiles x 2 = 132 CTAs, whatever the size of B.
+  EXPECT_EQ(plan(16, 66 * 128, 65536).cluster_k, 2);
+  // Too few K blocks for the pieces (8192 x 256: 4 blocks, 2 pieces need 8).
+  EXPECT_EQ(plan(16, 8192, 256).cluster_k, 1);
+  // Only the 16-row tile has the cluster path.
+  EXPECT_EQ(plan(17, 8192, 8192).cluster_k, 1);
+  // Clusters that cannot all be resident at once: stream-K.
+  const SmallMClusterLimits few{.of2 = 63, .of4 = 30, .of8 = 15};
+  EXPECT_EQ(PlanSmallM(Shape(16, 8192, 8192), 132, 0, &few).cluster_k, 1);
+  EXPECT_EQ(PlanSmallM(Shape(16, 4096, 8192), 132, 0, &few).cluster_k, 1);
+  // A forced grid and a plan without limits (the workspace query) are stream-K.
+  EXPECT_EQ(PlanSmallM(Shape(16, 8192, 8192), 132, 132, &limits).cluster_k, 1);
+  EXPECT_EQ(PlanSmallM(Shape(16, 8192, 8192), 132).cluster_k, 1);
+  // The workspace query covers every plan the launch may pick.
+  for (int64_t n : {2048, 4096, 8192, 16384, 28672}) {
+    EXPECT_GE(SmallMWorkspaceBytes(Shape(16, n, 8192), 132), plan(16, n, 8192).workspace_bytes);
+  }
+}
+
 }  // namespace
 }  // namespace gemm::kernel::sm90

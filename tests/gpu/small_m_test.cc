@@ -91,6 +91,8 @@ class SmallMTest : public ::testing::Test {
     int64_t pad = 0;  // extra elements per row of every operand
     int64_t batch = 1;
     int64_t force_ctas = 0;  // grid size override; 0: the heuristic's plan
+    bool stream_k = false;   // the stream-K plan even where the dispatch's plan is tile-aligned
+    int expect_cluster_k = 0;  // > 0: the plan must use clusters of this many CTAs (1: none)
   };
 
   // Runs `c` through the small-M kernel and cuBLAS; returns the relative Frobenius error and
@@ -101,7 +103,8 @@ class SmallMTest : public ::testing::Test {
                                       << " layout=" << (c.layout == BLayout::kNK ? "NK" : "KN")
                                       << " dtype=" << (c.dtype == DType::kBF16 ? "bf16" : "f32")
                                       << " alpha=" << c.alpha << " beta=" << c.beta << " pad="
-                                      << c.pad << " batch=" << c.batch << " ctas=" << c.force_ctas);
+                                      << c.pad << " batch=" << c.batch << " ctas=" << c.force_ctas
+                                      << " stream_k=" << c.stream_k);
     const std::size_t es = DTypeSize(c.dtype);
     const int64_t lda = Round8(c.k) + c.pad;
     const int64_t ldb = (c.layout == BLayout::kNK ? Round8(c.k) : Round8(c.n)) + c.pad;
@@ -149,8 +152,16 @@ class SmallMTest : public ::testing::Test {
     CUDA_OK(cudaMemset(d_, 0xFF, d_elems * c.batch * es));  // NaN in BF16 and FP32
     int sms = 0;
     CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const SmallMPlan plan = PlanSmallM(args, sms, c.force_ctas);
+    // The dispatch's plan (SmallMGemm): with the device's cluster limits.
+    const absl::StatusOr<SmallMClusterLimits> limits = QuerySmallMClusterLimits();
+    ASSERT_TRUE(limits.ok()) << limits.status();
+    const SmallMPlan plan = PlanSmallM(args, sms, c.force_ctas, c.stream_k ? nullptr : &*limits);
+    if (c.expect_cluster_k > 0) {
+      ASSERT_EQ(plan.cluster_k, c.expect_cluster_k) << "ctas " << plan.ctas;
+      ASSERT_FALSE(plan.split_tiles);
+    }
     ASSERT_LE(plan.workspace_bytes, kWsBytes);
+    if (c.force_ctas == 0) ASSERT_LE(plan.workspace_bytes, SmallMWorkspaceBytes(args, sms));
     absl::Status st = SmallMGemmWithPlan(args, plan, nullptr, ws_, kWsBytes);
     ASSERT_TRUE(st.ok()) << st;
     CUDA_OK(cudaDeviceSynchronize());
@@ -267,6 +278,61 @@ TEST_F(SmallMTest, ForcedGridSizes) {
         RunCase(c);
         if (HasFailure()) return;
       }
+}
+
+TEST_F(SmallMTest, ClusterSplitK) {
+  // Grids of tiles x cluster size that fill the SMs: clusters of 2, 4 and 8 split each tile's K
+  // and add through distributed shared memory; 1: one whole tile per CTA. N is chosen for this
+  // GPU's SM count; the last case of each size cuts the final tile (N not a multiple of 128).
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const absl::StatusOr<SmallMClusterLimits> limits = QuerySmallMClusterLimits();
+  ASSERT_TRUE(limits.ok()) << limits.status();
+  int i = 0;
+  for (int cs : {1, 2, 4, 8}) {
+    const int64_t tiles = sms / cs;
+    if (tiles * cs * 20 < int64_t{sms} * 19) continue;  // does not fill the SMs here
+    // Clusters that do not all fit at once leave the plan on stream-K (checked, still run).
+    const int expect = cs == 1 || limits->For(cs) >= tiles ? cs : 0;
+    struct Dims {
+      int64_t n, k, batch;
+    };
+    const Dims dims[] = {{tiles * 128, 64 * 4 * cs + 64 * 3, 1},
+                         {tiles * 128, cs == 1 ? 4096 : 8192, 1},  // B fits the test's pool
+                         {tiles / 2 * 128, 4096, 2},
+                         {tiles * 128 - 37, 2100 * cs, 1}};
+    for (const Dims& d : dims) {
+      if (d.batch * ((d.n + 127) / 128) != tiles) continue;  // odd tile count: no even split
+      for (BLayout layout : {BLayout::kNK, BLayout::kKN})
+        for (DType dtype : {DType::kBF16, DType::kFP32})
+          for (int64_t m : {1, 7, 16}) {
+            Case c{m, d.n, d.k, layout, dtype};
+            c.batch = d.batch;
+            c.expect_cluster_k = expect;
+            if (i % 2 == 1) {
+              c.alpha = 0.75f;
+              c.beta = -0.5f;
+            }
+            if (i % 3 == 0) c.pad = 8;
+            ++i;
+            RunCase(c);
+            if (HasFailure()) return;
+          }
+    }
+  }
+  EXPECT_GT(i, 0) << "no shape filled " << sms << " SMs";
+}
+
+TEST_F(SmallMTest, ClusterSplitKDeterministic) {
+  int sms = 0;
+  CUDA_OK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  Case c{16, sms / 2 * 128, 8192, BLayout::kNK, DType::kFP32};
+  std::vector<uint8_t> first, second;
+  rng_.seed(7);
+  RunCase(c, &first);
+  rng_.seed(7);
+  RunCase(c, &second);
+  EXPECT_TRUE(first == second) << "cluster split-K result differs between identical runs";
 }
 
 TEST_F(SmallMTest, StridedBatch) {

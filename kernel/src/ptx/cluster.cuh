@@ -17,6 +17,23 @@ __device__ __forceinline__ void ClusterSync() {
                    : "memory");
 }
 
+// Address of the same shared offset in CTA `rank` of the cluster (shared::cluster window).
+__device__ __forceinline__ uint32_t MapaShared(uint32_t smem_addr, uint32_t rank) {
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(smem_addr), "r"(rank));
+  return out;
+}
+
+// Loads four floats (16-byte aligned) from a shared::cluster address (from MapaShared).
+__device__ __forceinline__ float4 LdSharedClusterF32x4(uint32_t cluster_addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(cluster_addr)
+               : "memory");
+  return v;
+}
+
 // Named barrier `id` over `count` threads (multiples of 32).
 __device__ __forceinline__ void NamedBarrierSync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");

@@ -1,7 +1,7 @@
 // Inline-PTX wrappers for the SM100 kernel's synchronization: mbarrier (local and remote in the
 // 2-CTA cluster, with the cluster-scope semantics the 2-SM pipeline needs), mapa and the proxy
 // fences. Device code only. The wrappers both kernels use unchanged (SmemAddr, ClusterCtaRank,
-// ClusterSync) come from ptx/mbarrier.cuh and ptx/cluster.cuh.
+// ClusterSync, MapaShared) come from ptx/mbarrier.cuh and ptx/cluster.cuh.
 #pragma once
 
 #include <cstdint>
@@ -12,13 +12,6 @@
 namespace gemm::kernel::ptx {
 
 #if defined(__CUDA_ARCH__)
-
-// Address of the same shared offset in CTA `rank` of the cluster (shared::cluster window).
-__device__ __forceinline__ uint32_t MapaShared(uint32_t smem_addr, uint32_t rank) {
-  uint32_t out;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(smem_addr), "r"(rank));
-  return out;
-}
 
 __device__ __forceinline__ void MbarrierInit(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "gemm/kernel.h"
 
 namespace gemm::kernel::sm90 {
@@ -39,6 +40,17 @@ std::size_t SmallMWorkspaceBytes(const StridedBatch& args, int sm_count);
 // CUDA launch errors come back as INTERNAL. Does not synchronize.
 absl::Status SmallMGemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts);
 
+// How many clusters of 2, 4 and 8 CTAs of the 16-row kernel fit on the device at once
+// (cudaOccupancyMaxActiveClusters); 0 where unknown.
+struct SmallMClusterLimits {
+  int64_t of2 = 0, of4 = 0, of8 = 0;
+  // The limit for clusters of `cs` CTAs (0 for sizes other than 2, 4 and 8).
+  int64_t For(int cs) const { return cs == 2 ? of2 : cs == 4 ? of4 : cs == 8 ? of8 : 0; }
+};
+
+// Queries the limits for the current device (cached per device).
+absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits();
+
 // Launch plan of one call: pure host arithmetic, exposed for unit tests and the benchmark.
 struct SmallMPlan {
   int m_tile = 16;           // activation rows per tile: 16, 32, 64 or 128
@@ -49,12 +61,20 @@ struct SmallMPlan {
   int64_t total_iters = 0;   // batch * n_tiles * k_blocks
   int64_t ctas = 0;          // grid size; CTA c runs iterations [c*total/ctas, (c+1)*total/ctas)
   bool split_tiles = false;  // some tile is shared by several CTAs (fixup kernel runs)
+  // > 1: the CTAs of each cluster of cluster_k (2, 4 or 8) split one tile's K and add their
+  // partials through distributed shared memory: no workspace, no fixup kernel.
+  int cluster_k = 1;
   std::size_t workspace_bytes = 0;  // FP32 partials, ctas * 2 * M * n_tile * 4, when split
 };
 
 // Chooses the plan for `args` on `sm_count` SMs. `force_ctas` > 0 overrides the grid size
-// (clamped to [1, total_iters]); used by tests and tuning.
-SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas = 0);
+// (clamped to [1, total_iters]); used by tests and tuning. With `clusters` (and no forced size)
+// a 16-row tile may instead get a tile-aligned grid that needs no fixup: one CTA per tile, or
+// clusters splitting each tile's K, when that fills at least 95% of the SMs, the idle SMs'
+// share of B costs less than the fixup would, and the clusters fit at once. Without `clusters`,
+// always stream-K (whose workspace covers every plan).
+SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas = 0,
+                      const SmallMClusterLimits* clusters = nullptr);
 
 // Enqueues `args` with an explicit `plan` (from PlanSmallM). `workspace` must hold
 // plan.workspace_bytes (else the call runs one CTA per tile). Same checks and errors as SmallMGemm.

@@ -16,6 +16,10 @@ constexpr int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr int64_t CtasPerSm(int m_tile) { return m_tile <= 16 ? 1 : 2; }
 // Fewest K blocks per CTA before it pays to use fewer CTAs.
 constexpr int64_t kMinItersPerCta = 4;
+// NOTE: what the stream-K fixup kernel costs, in bytes of B streamed at ~4 TB/s: ~2 us, measured
+// on H200 (docs/kernel-log.md, thirteenth session). A tile-aligned grid that leaves SMs idle
+// loses their share of B: it is chosen only while that share stays below this.
+constexpr double kFixupCostBytes = 8.0 * (1 << 20);
 
 }  // namespace
 
@@ -26,7 +30,8 @@ bool UseSmallM(const StridedBatch& args, int /*sm_count*/) {
   return p.m >= 1 && p.m <= kSmallMMaxRows && p.n >= 1 && p.k >= 1;
 }
 
-SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas) {
+SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas,
+                      const SmallMClusterLimits* clusters) {
   const Problem& p = args.problem;
   SmallMPlan plan;
   plan.m_tile = p.m <= 16 ? 16 : p.m <= 32 ? 32 : p.m <= 64 ? 64 : 128;
@@ -53,6 +58,28 @@ SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas
   plan.workspace_bytes =
       plan.split_tiles ? static_cast<std::size_t>(plan.ctas) * 2 * p.m * plan.n_tile * sizeof(float)
                        : 0;
+  if (force_ctas > 0 || clusters == nullptr || plan.m_tile != 16 || !plan.split_tiles) return plan;
+  // NOTE: measured on H200 (docs/kernel-log.md, thirteenth session): 128 CTAs in clusters of 2
+  // beat 132 stream-K CTAs at 16x8192x8192 (39-40 vs 41 us) but not at 1x8192x28672 with B [K,N]
+  // (122 vs 117 us), where the 4 idle SMs' share of B outweighs the fixup.
+  const int64_t slots = std::max<int64_t>(sm_count, 1);
+  const int64_t tiles = batch * plan.n_tiles;
+  const double b_bytes = static_cast<double>(batch) * p.n * p.k * 2;
+  auto fills = [&](int64_t grid) {
+    return grid <= slots && grid * 20 >= slots * 19 &&
+           b_bytes * static_cast<double>(slots - grid) / static_cast<double>(slots) <=
+               kFixupCostBytes;
+  };
+  for (int cs : {1, 2, 4, 8}) {
+    const int64_t grid = tiles * cs;
+    if (!fills(grid) || plan.k_blocks < cs * kMinItersPerCta) continue;
+    if (cs > 1 && clusters->For(cs) < tiles) continue;  // every cluster must fit at once
+    plan.ctas = grid;
+    plan.cluster_k = cs;
+    plan.split_tiles = false;
+    plan.workspace_bytes = 0;
+    break;
+  }
   return plan;
 }
 

@@ -6,12 +6,18 @@
 // is the MMA's A operand (16x16 row-major fragments via ldmatrix; .trans for B [K,N]); the
 // activation tile (m_tile rows of A) is the MMA's B operand (A is [M,K] K-major, exactly the
 // "col" layout mma.sync wants), so M = 1..16 costs one 8-wide MMA column pair, not a 64-row tile.
+//
+// Cluster split-K (Params::cluster_k > 1, 16-row tiles only): when the tiles times 2, 4 or 8
+// about fill the SMs, the grid is exactly that many CTAs in clusters of cluster_k, so each CTA's
+// range is one K piece of one tile. The cluster adds its partials through distributed shared
+// memory (each CTA stores 128 / cluster_k of the tile's weight rows): no workspace, no fixup.
 #pragma once
 
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
+#include "ptx/cluster.cuh"
 #include "sm90/small_m_ptx.cuh"
 
 namespace gemm::kernel::sm90::small_m {
@@ -32,6 +38,7 @@ struct Params {
   int64_t n_tiles, k_blocks;
   int64_t total_iters;  // batch * n_tiles * k_blocks
   int64_t ctas;         // gridDim.x: CTA c runs iterations [c * total / ctas, (c+1) * total / ctas)
+  int32_t cluster_k;    // 1, or the cluster size when clusters split each tile's K (see above)
   float alpha, beta;
 };
 
@@ -97,8 +104,9 @@ __device__ __forceinline__ uint32_t ClampBytes(int64_t elems_left) {
 // B bytes whatever the shape. A tile covered by one CTA is written directly (alpha, beta, C);
 // a tile shared by several CTAs leaves FP32 partials in the workspace (slot 0: the CTA's first
 // tile, slot 1: its last) for SmallMFixupKernel. kKN: B is [K,N] (else [N,K]).
-template <int kMT, bool kKN, typename OutT>
+template <int kMT, bool kKN, typename OutT, bool kCluster = false>
 __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
+  static_assert(!kCluster || kMT == 16, "cluster split-K is built for the 16-row tile only");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Cfg = Config<kMT>;
   extern __shared__ __align__(128) uint8_t smem[];
@@ -107,6 +115,9 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
   const int64_t it_begin = CtaBegin(cta, p);
   const int nk = static_cast<int>(CtaBegin(cta + 1, p) - it_begin);
   const uint32_t smem0 = SmemAddr(smem);
+  // NOTE: the fixup kernel's blocks become resident now and wait in griddepcontrol.wait, so
+  // they start as soon as this grid ends instead of being launched then.
+  LaunchDependents();
 
   // Loader position (batch, tile, k block), advanced one iteration per stage.
   int64_t l_kb = it_begin % p.k_blocks;
@@ -285,7 +296,7 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
     }
     // End of a tile segment: the tile's last K block or the CTA's last iteration.
     const bool tile_end = c_kb == p.k_blocks - 1;
-    if (tile_end || it == nk - 1) {
+    if ((tile_end || it == nk - 1) && !kCluster) {  // else the cluster adds them below
       const bool full = seg_first_kb == 0 && tile_end;
       store_tile(c_b, c_tile, full, first_segment ? 0 : 1);
       zero_acc();
@@ -295,6 +306,65 @@ __global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
     if (c_kb == 0) seg_first_kb = 0;
   }
   CpAsyncWait<0>();
+  if constexpr (kCluster) {
+    {
+      // ---- cluster split-K: partials through distributed shared memory ----
+      __syncthreads();  // every warp is done with the pipeline stages: reuse them
+      float* part = reinterpret_cast<float*>(smem);  // this CTA's partial tile, [kMT][kBlockN]
+#pragma unroll
+      for (int mt = 0; mt < Cfg::kMmaM; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < Cfg::kMmaN; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int nl = wn0 + mt * 16 + g + (e >> 1) * 8;
+            const int m = wm0 + nt * 8 + t * 2 + (e & 1);
+            part[m * kBlockN + nl] = acc[mt][nt][e];
+          }
+      ptx::ClusterSync();  // every partial of the cluster is written (release / acquire)
+      // CTA `rank` stores weight rows [rank * w, rank * w + w) of the tile, four per thread and
+      // activation row, adding the cluster's partials in rank order (deterministic).
+      const int cs = p.cluster_k;
+      const int w4 = kBlockN / cs / 4;
+      const int rank = static_cast<int>(ptx::ClusterCtaRank());
+      const int64_t bt = cta / cs;  // batch entry * n_tiles + tile
+      const int64_t b = bt / p.n_tiles, n0 = (bt % p.n_tiles) * kBlockN;
+      void* D = static_cast<char*>(p.d) + b * p.stride_d * static_cast<int64_t>(sizeof(OutT));
+      const void* C = p.beta != 0.f ? static_cast<const char*>(p.c) +
+                                          b * p.stride_c * static_cast<int64_t>(sizeof(OutT))
+                                    : nullptr;
+      for (int idx = tid; idx < p.m * w4; idx += kThreads) {
+        const int m = idx / w4;
+        const int nl = (rank * w4 + idx % w4) * 4;
+        const uint32_t addr = smem0 + static_cast<uint32_t>(m * kBlockN + nl) * 4;
+        // NOTE: all loads first, then the adds: the remote reads overlap.
+        float4 v[8];
+#pragma unroll
+        for (int q = 0; q < 8; ++q) {
+          if (q < cs) v[q] = ptx::LdSharedClusterF32x4(ptx::MapaShared(addr, q));
+        }
+        float sum[4] = {v[0].x, v[0].y, v[0].z, v[0].w};
+#pragma unroll
+        for (int q = 1; q < 8; ++q) {
+          if (q < cs) {
+            sum[0] += v[q].x;
+            sum[1] += v[q].y;
+            sum[2] += v[q].z;
+            sum[3] += v[q].w;
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int64_t n = n0 + nl + j;
+          if (n >= p.n) break;
+          float out = p.alpha * sum[j];
+          if (C != nullptr) out += p.beta * LoadF<OutT>(C, m * p.ldc + n);
+          StoreF<OutT>(D, m * p.ldd + n, out);
+        }
+      }
+      ptx::ClusterSync();  // no CTA leaves while a peer still reads its partial
+    }
+  }
 #endif
 }
 

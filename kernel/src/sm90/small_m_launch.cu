@@ -54,20 +54,59 @@ absl::Status CheckArgs(const StridedBatch& args) {
   return absl::OkStatus();
 }
 
+// NOTE: cluster launches ask for more shared memory than the 16-row pipeline uses (108 KB), so
+// that two CTAs never share an SM (2 x 116 KB > 228 KB): every CTA of the grid streams B on an
+// SM of its own, as the one-CTA-per-SM stream-K grid does.
+constexpr int kClusterSmemBytes = 116 * 1024;
+static_assert(kClusterSmemBytes >= small_m::Config<16>::kSmemBytes);
+
+// Raises the kernel's dynamic shared-memory limit once per device.
+template <int kMT, bool kKN, typename OutT, bool kCluster>
+absl::Status Prepare(int device) {
+  static std::atomic<uint64_t> prepared{0};
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if ((prepared.load(std::memory_order_acquire) & bit) != 0) return absl::OkStatus();
+  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(
+      cudaFuncSetAttribute(small_m::SmallMKernel<kMT, kKN, OutT, kCluster>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           kCluster ? kClusterSmemBytes : small_m::Config<kMT>::kSmemBytes),
+      "cudaFuncSetAttribute"));
+  prepared.fetch_or(bit, std::memory_order_acq_rel);
+  return absl::OkStatus();
+}
+
+// Launch configuration of a cluster launch of `ctas` CTAs in clusters of `cs` (attr: storage).
+cudaLaunchConfig_t ClusterConfig(int64_t ctas, int cs, cudaStream_t stream,
+                                 cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(ctas));
+  cfg.blockDim = dim3(small_m::kThreads);
+  cfg.dynamicSmemBytes = kClusterSmemBytes;
+  cfg.stream = stream;
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = static_cast<unsigned>(cs);
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+
 template <int kMT, bool kKN, typename OutT>
 absl::Status LaunchTyped(const Params& prm, bool fixup, cudaStream_t stream, int device) {
   using Cfg = small_m::Config<kMT>;
-  auto* main_kernel = small_m::SmallMKernel<kMT, kKN, OutT>;
-  // Raise the dynamic shared-memory limit once per device (per instantiation: this function).
-  static std::atomic<uint64_t> prepared{0};
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if ((prepared.load(std::memory_order_acquire) & bit) == 0) {
-    GEMM_SMALL_M_RETURN_IF_ERROR(
-        CudaError(cudaFuncSetAttribute(main_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       Cfg::kSmemBytes),
-                  "cudaFuncSetAttribute"));
-    prepared.fetch_or(bit, std::memory_order_acq_rel);
+  if constexpr (kMT == 16) {
+    if (prm.cluster_k > 1) {
+      GEMM_SMALL_M_RETURN_IF_ERROR((Prepare<kMT, kKN, OutT, true>(device)));
+      cudaLaunchAttribute attr = {};
+      const cudaLaunchConfig_t cfg = ClusterConfig(prm.ctas, prm.cluster_k, stream, &attr);
+      return CudaError(
+          cudaLaunchKernelEx(&cfg, small_m::SmallMKernel<kMT, kKN, OutT, true>, prm),
+          "cluster kernel launch");
+    }
   }
+  auto* main_kernel = small_m::SmallMKernel<kMT, kKN, OutT>;
+  GEMM_SMALL_M_RETURN_IF_ERROR((Prepare<kMT, kKN, OutT, false>(device)));
   main_kernel<<<static_cast<unsigned>(prm.ctas), small_m::kThreads, Cfg::kSmemBytes, stream>>>(prm);
   GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "main kernel launch"));
   if (!fixup) return absl::OkStatus();
@@ -123,6 +162,11 @@ absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan
     plan.split_tiles = false;
     plan.workspace_bytes = 0;
   }
+  const int64_t tiles = std::max<int64_t>(args.batch, 1) * plan.n_tiles;
+  if (plan.cluster_k != 1 &&
+      ((plan.cluster_k != 2 && plan.cluster_k != 4 && plan.cluster_k != 8) || plan.m_tile != 16 ||
+       plan.split_tiles || plan.ctas != tiles * plan.cluster_k))
+    return absl::InvalidArgumentError("small-M GEMM: inconsistent cluster plan");
   if (plan.ctas < 1 || plan.ctas > plan.total_iters || plan.ctas > 0x7fffffff ||
       plan.n_tiles != (p.n + plan.n_tile - 1) / plan.n_tile || plan.n_tile != small_m::kBlockN ||
       plan.k_blocks != (p.k + plan.k_block - 1) / plan.k_block ||
@@ -151,6 +195,7 @@ absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan
   prm.k_blocks = plan.k_blocks;
   prm.total_iters = plan.total_iters;
   prm.ctas = plan.ctas;
+  prm.cluster_k = plan.cluster_k;
   prm.alpha = p.alpha;
   prm.beta = p.beta;
   switch (plan.m_tile) {
@@ -167,12 +212,45 @@ absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan
   }
 }
 
+absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits() {
+  int device = 0;
+  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
+  // One entry per device: -1 = not queried yet (queries race benignly: same answer).
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int64_t> cache[kMaxDevices][3];
+  static std::atomic<bool> cached[kMaxDevices];
+  const int slot = device % kMaxDevices;
+  SmallMClusterLimits limits;
+  int64_t* fields[3] = {&limits.of2, &limits.of4, &limits.of8};
+  if (cached[slot].load(std::memory_order_acquire)) {
+    for (int i = 0; i < 3; ++i) *fields[i] = cache[slot][i].load(std::memory_order_relaxed);
+    return limits;
+  }
+  auto* kernel = small_m::SmallMKernel<16, false, __nv_bfloat16, true>;
+  GEMM_SMALL_M_RETURN_IF_ERROR((Prepare<16, false, __nv_bfloat16, true>(device)));
+  for (int i = 0; i < 3; ++i) {
+    const int cs = 2 << i;
+    cudaLaunchAttribute attr = {};
+    const cudaLaunchConfig_t cfg = ClusterConfig(cs * 16, cs, nullptr, &attr);
+    int clusters = 0;
+    GEMM_SMALL_M_RETURN_IF_ERROR(
+        CudaError(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg),
+                  "cudaOccupancyMaxActiveClusters"));
+    *fields[i] = clusters;
+    cache[slot][i].store(clusters, std::memory_order_relaxed);
+  }
+  cached[slot].store(true, std::memory_order_release);
+  return limits;
+}
+
 absl::Status SmallMGemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
   GEMM_SMALL_M_RETURN_IF_ERROR(CheckArgs(args));
   int device = 0;
   absl::StatusOr<int> sms = CurrentSmCount(&device);
   if (!sms.ok()) return sms.status();
-  const SmallMPlan plan = PlanSmallM(args, *sms);
+  // Without the limits (a failed query) the plan is stream-K, which works everywhere.
+  const absl::StatusOr<SmallMClusterLimits> limits = QuerySmallMClusterLimits();
+  const SmallMPlan plan = PlanSmallM(args, *sms, 0, limits.ok() ? &*limits : nullptr);
   return SmallMGemmWithPlan(args, plan, stream, opts.workspace, opts.workspace_bytes);
 }
 

@@ -75,4 +75,12 @@ __device__ __forceinline__ void GridDependencyWait() {
 #endif
 }
 
+// Lets the grid launched after this one with programmatic dependent launch start now; its
+// griddepcontrol.wait still waits for this whole grid to finish and its writes to be visible.
+__device__ __forceinline__ void LaunchDependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 }  // namespace gemm::kernel::sm90::small_m
