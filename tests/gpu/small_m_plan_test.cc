@@ -75,9 +75,9 @@ TEST(SmallMPlan, TileAlignedGridsReplaceStreamKWhereTheyFillTheSms) {
     EXPECT_FALSE(p.split_tiles);
     EXPECT_EQ(p.workspace_bytes, 0u);
   }
-  EXPECT_EQ(plan(16, 4096, 8192).cluster_k, 4);      // 32 x 4
-  EXPECT_EQ(plan(16, 2048, 8192).cluster_k, 8);      // 16 x 8
-  EXPECT_EQ(plan(16, 4096, 8192, 2).cluster_k, 2);   // 2 batch entries x 32 tiles x 2
+  EXPECT_EQ(plan(16, 4096, 8192).cluster_k, 4);        // 32 x 4
+  EXPECT_EQ(plan(16, 2048, 8192).cluster_k, 8);        // 16 x 8
+  EXPECT_EQ(plan(16, 4096, 8192, 2).cluster_k, 2);     // 2 batch entries x 32 tiles x 2
   EXPECT_EQ(plan(16, 8192 - 100, 8192).cluster_k, 2);  // N cut inside the last tile
   // 128 tiles: one whole tile per CTA, no clusters and no split.
   const SmallMPlan whole = plan(16, 16384, 4096);

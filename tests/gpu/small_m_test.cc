@@ -90,8 +90,8 @@ class SmallMTest : public ::testing::Test {
     float alpha = 1.f, beta = 0.f;
     int64_t pad = 0;  // extra elements per row of every operand
     int64_t batch = 1;
-    int64_t force_ctas = 0;  // grid size override; 0: the heuristic's plan
-    bool stream_k = false;   // the stream-K plan even where the dispatch's plan is tile-aligned
+    int64_t force_ctas = 0;    // grid size override; 0: the heuristic's plan
+    bool stream_k = false;     // the stream-K plan even where the dispatch's plan is tile-aligned
     int expect_cluster_k = 0;  // > 0: the plan must use clusters of this many CTAs (1: none)
   };
 
@@ -99,12 +99,12 @@ class SmallMTest : public ::testing::Test {
   // fails on NaN, unwritten elements, written padding or element-wise mismatch. Optionally
   // returns our raw output.
   void RunCase(const Case& c, std::vector<uint8_t>* raw_out = nullptr) {
-    SCOPED_TRACE(::testing::Message() << "M=" << c.m << " N=" << c.n << " K=" << c.k
-                                      << " layout=" << (c.layout == BLayout::kNK ? "NK" : "KN")
-                                      << " dtype=" << (c.dtype == DType::kBF16 ? "bf16" : "f32")
-                                      << " alpha=" << c.alpha << " beta=" << c.beta << " pad="
-                                      << c.pad << " batch=" << c.batch << " ctas=" << c.force_ctas
-                                      << " stream_k=" << c.stream_k);
+    SCOPED_TRACE(::testing::Message()
+                 << "M=" << c.m << " N=" << c.n << " K=" << c.k
+                 << " layout=" << (c.layout == BLayout::kNK ? "NK" : "KN")
+                 << " dtype=" << (c.dtype == DType::kBF16 ? "bf16" : "f32") << " alpha=" << c.alpha
+                 << " beta=" << c.beta << " pad=" << c.pad << " batch=" << c.batch
+                 << " ctas=" << c.force_ctas << " stream_k=" << c.stream_k);
     const std::size_t es = DTypeSize(c.dtype);
     const int64_t lda = Round8(c.k) + c.pad;
     const int64_t ldb = (c.layout == BLayout::kNK ? Round8(c.k) : Round8(c.n)) + c.pad;

@@ -100,9 +100,8 @@ absl::Status LaunchTyped(const Params& prm, bool fixup, cudaStream_t stream, int
       GEMM_SMALL_M_RETURN_IF_ERROR((Prepare<kMT, kKN, OutT, true>(device)));
       cudaLaunchAttribute attr = {};
       const cudaLaunchConfig_t cfg = ClusterConfig(prm.ctas, prm.cluster_k, stream, &attr);
-      return CudaError(
-          cudaLaunchKernelEx(&cfg, small_m::SmallMKernel<kMT, kKN, OutT, true>, prm),
-          "cluster kernel launch");
+      return CudaError(cudaLaunchKernelEx(&cfg, small_m::SmallMKernel<kMT, kKN, OutT, true>, prm),
+                       "cluster kernel launch");
     }
   }
   auto* main_kernel = small_m::SmallMKernel<kMT, kKN, OutT>;
@@ -233,9 +232,8 @@ absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits() {
     cudaLaunchAttribute attr = {};
     const cudaLaunchConfig_t cfg = ClusterConfig(cs * 16, cs, nullptr, &attr);
     int clusters = 0;
-    GEMM_SMALL_M_RETURN_IF_ERROR(
-        CudaError(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg),
-                  "cudaOccupancyMaxActiveClusters"));
+    GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg),
+                                           "cudaOccupancyMaxActiveClusters"));
     *fields[i] = clusters;
     cache[slot][i].store(clusters, std::memory_order_relaxed);
   }
