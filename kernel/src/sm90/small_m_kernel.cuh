@@ -77,6 +77,17 @@ struct Config {
   static constexpr int kSmemBytes = kStages * kStageBytes;
 };
 
+// Register bound of SmallMKernel: two CTAs per SM (128 registers per thread). NOTE: the
+// sm_100a build of the 128-row tile needs more than 128 registers (ptxas spilled 80 bytes); it
+// gets the full register file there (one CTA per SM; the dispatch never runs it on SM100).
+__host__ __device__ constexpr int MinCtasPerSm([[maybe_unused]] int m_tile) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000
+  return m_tile == 128 ? 1 : 2;
+#else
+  return 2;
+#endif
+}
+
 template <typename T>
 __device__ __forceinline__ float LoadF(const void* p, int64_t i) {
   if constexpr (sizeof(T) == 2) {
@@ -105,7 +116,7 @@ __device__ __forceinline__ uint32_t ClampBytes(int64_t elems_left) {
 // a tile shared by several CTAs leaves FP32 partials in the workspace (slot 0: the CTA's first
 // tile, slot 1: its last) for SmallMFixupKernel. kKN: B is [K,N] (else [N,K]).
 template <int kMT, bool kKN, typename OutT, bool kCluster = false>
-__global__ void __launch_bounds__(kThreads, 2) SmallMKernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, MinCtasPerSm(kMT)) SmallMKernel(const Params p) {
   static_assert(!kCluster || kMT == 16, "cluster split-K is built for the 16-row tile only");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   using Cfg = Config<kMT>;
