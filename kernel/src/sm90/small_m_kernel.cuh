@@ -318,63 +318,61 @@ __global__ void __launch_bounds__(kThreads, MinCtasPerSm(kMT)) SmallMKernel(cons
   }
   CpAsyncWait<0>();
   if constexpr (kCluster) {
-    {
-      // ---- cluster split-K: partials through distributed shared memory ----
-      __syncthreads();  // every warp is done with the pipeline stages: reuse them
-      float* part = reinterpret_cast<float*>(smem);  // this CTA's partial tile, [kMT][kBlockN]
+    // ---- cluster split-K: partials through distributed shared memory ----
+    __syncthreads();  // every warp is done with the pipeline stages: reuse them
+    float* part = reinterpret_cast<float*>(smem);  // this CTA's partial tile, [kMT][kBlockN]
 #pragma unroll
-      for (int mt = 0; mt < Cfg::kMmaM; ++mt)
+    for (int mt = 0; mt < Cfg::kMmaM; ++mt)
 #pragma unroll
-        for (int nt = 0; nt < Cfg::kMmaN; ++nt)
+      for (int nt = 0; nt < Cfg::kMmaN; ++nt)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int nl = wn0 + mt * 16 + g + (e >> 1) * 8;
-            const int m = wm0 + nt * 8 + t * 2 + (e & 1);
-            part[m * kBlockN + nl] = acc[mt][nt][e];
-          }
-      ptx::ClusterSync();  // every partial of the cluster is written (release / acquire)
-      // CTA `rank` stores weight rows [rank * w, rank * w + w) of the tile, four per thread and
-      // activation row, adding the cluster's partials in rank order (deterministic).
-      const int cs = p.cluster_k;
-      const int w4 = kBlockN / cs / 4;
-      const int rank = static_cast<int>(ptx::ClusterCtaRank());
-      const int64_t bt = cta / cs;  // batch entry * n_tiles + tile
-      const int64_t b = bt / p.n_tiles, n0 = (bt % p.n_tiles) * kBlockN;
-      void* D = static_cast<char*>(p.d) + b * p.stride_d * static_cast<int64_t>(sizeof(OutT));
-      const void* C = p.beta != 0.f ? static_cast<const char*>(p.c) +
-                                          b * p.stride_c * static_cast<int64_t>(sizeof(OutT))
-                                    : nullptr;
-      for (int idx = tid; idx < p.m * w4; idx += kThreads) {
-        const int m = idx / w4;
-        const int nl = (rank * w4 + idx % w4) * 4;
-        const uint32_t addr = smem0 + static_cast<uint32_t>(m * kBlockN + nl) * 4;
-        // NOTE: all loads first, then the adds: the remote reads overlap.
-        float4 v[8];
-#pragma unroll
-        for (int q = 0; q < 8; ++q) {
-          if (q < cs) v[q] = ptx::LdSharedClusterF32x4(ptx::MapaShared(addr, q));
+        for (int e = 0; e < 4; ++e) {
+          const int nl = wn0 + mt * 16 + g + (e >> 1) * 8;
+          const int m = wm0 + nt * 8 + t * 2 + (e & 1);
+          part[m * kBlockN + nl] = acc[mt][nt][e];
         }
-        float sum[4] = {v[0].x, v[0].y, v[0].z, v[0].w};
+    ptx::ClusterSync();  // every partial of the cluster is written (release / acquire)
+    // CTA `rank` stores weight rows [rank * 128 / cs, (rank + 1) * 128 / cs) of the tile, four per
+    // thread and activation row, adding the cluster's partials in rank order (deterministic).
+    const int cs = p.cluster_k;
+    const int w4 = kBlockN / cs / 4;
+    const int rank = static_cast<int>(ptx::ClusterCtaRank());
+    const int64_t bt = cta / cs;  // batch entry * n_tiles + tile
+    const int64_t b = bt / p.n_tiles, n0 = (bt % p.n_tiles) * kBlockN;
+    void* D = static_cast<char*>(p.d) + b * p.stride_d * static_cast<int64_t>(sizeof(OutT));
+    const void* C = p.beta != 0.f ? static_cast<const char*>(p.c) +
+                                        b * p.stride_c * static_cast<int64_t>(sizeof(OutT))
+                                  : nullptr;
+    for (int idx = tid; idx < p.m * w4; idx += kThreads) {
+      const int m = idx / w4;
+      const int nl = (rank * w4 + idx % w4) * 4;
+      const uint32_t addr = smem0 + static_cast<uint32_t>(m * kBlockN + nl) * 4;
+      // NOTE: all loads first, then the adds: the remote reads overlap.
+      float4 v[8];
 #pragma unroll
-        for (int q = 1; q < 8; ++q) {
-          if (q < cs) {
-            sum[0] += v[q].x;
-            sum[1] += v[q].y;
-            sum[2] += v[q].z;
-            sum[3] += v[q].w;
-          }
-        }
+      for (int q = 0; q < 8; ++q) {
+        if (q < cs) v[q] = ptx::LdSharedClusterF32x4(ptx::MapaShared(addr, q));
+      }
+      float sum[4] = {v[0].x, v[0].y, v[0].z, v[0].w};
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int64_t n = n0 + nl + j;
-          if (n >= p.n) break;
-          float out = p.alpha * sum[j];
-          if (C != nullptr) out += p.beta * LoadF<OutT>(C, m * p.ldc + n);
-          StoreF<OutT>(D, m * p.ldd + n, out);
+      for (int q = 1; q < 8; ++q) {
+        if (q < cs) {
+          sum[0] += v[q].x;
+          sum[1] += v[q].y;
+          sum[2] += v[q].z;
+          sum[3] += v[q].w;
         }
       }
-      ptx::ClusterSync();  // no CTA leaves while a peer still reads its partial
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int64_t n = n0 + nl + j;
+        if (n >= p.n) break;
+        float out = p.alpha * sum[j];
+        if (C != nullptr) out += p.beta * LoadF<OutT>(C, m * p.ldc + n);
+        StoreF<OutT>(D, m * p.ldd + n, out);
+      }
     }
+    ptx::ClusterSync();  // no CTA leaves while a peer still reads its partial
   }
 #endif
 }
