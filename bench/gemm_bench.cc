@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_format.h"
 #include "bench_runner.h"
+#include "sm90/small_m_gemm.h"
 
 namespace {
 
@@ -193,11 +194,21 @@ int main(int argc, char** argv) {
                "empty launch %.2f us, D %s, %s\n",
                (*bench)->device_name().c_str(), (*bench)->sm_count(), (*bench)->l2_bytes() / 1e6,
                *copy, *read, *empty, dtype, date);
+  // How many small-M clusters fit at once decides where the decode kernel splits K in clusters.
+  const absl::StatusOr<gemm::kernel::sm90::SmallMClusterLimits> clusters =
+      gemm::kernel::sm90::QuerySmallMClusterLimits();
+  const gemm::kernel::sm90::SmallMClusterLimits limits =
+      clusters.ok() ? *clusters : gemm::kernel::sm90::SmallMClusterLimits{};
+  std::fprintf(table, "small-M clusters that fit at once: %lld of 2, %lld of 4, %lld of 8\n",
+               static_cast<long long>(limits.of2), static_cast<long long>(limits.of4),
+               static_cast<long long>(limits.of8));
   if (flags.json) {
     std::printf(
         "{\"set\":\"copy\",\"copy_gbps\":%.6g,\"read_gbps\":%.6g,\"empty_launch_us\":%.4g,"
-        "\"device\":\"%s\",\"sms\":%d,\"date\":\"%s\"}\n",
-        *copy, *read, *empty, (*bench)->device_name().c_str(), (*bench)->sm_count(), date);
+        "\"small_m_clusters\":[%lld,%lld,%lld],\"device\":\"%s\",\"sms\":%d,\"date\":\"%s\"}\n",
+        *copy, *read, *empty, static_cast<long long>(limits.of2),
+        static_cast<long long>(limits.of4), static_cast<long long>(limits.of8),
+        (*bench)->device_name().c_str(), (*bench)->sm_count(), date);
   }
   if (flags.csv) {
     std::printf(
