@@ -48,7 +48,8 @@ struct SmallMClusterLimits {
   int64_t For(int cs) const { return cs == 2 ? of2 : cs == 4 ? of4 : cs == 8 ? of8 : 0; }
 };
 
-// Queries the limits for the current device (cached per device).
+// Queries the limits for the current device (cached per device). Where the query fails (a device
+// without clusters) the limits are zero, and the CUDA error is cleared.
 absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits();
 
 // Launch plan of one call: pure host arithmetic, exposed for unit tests and the benchmark.

@@ -214,7 +214,8 @@ absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan
 absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits() {
   int device = 0;
   GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
-  // One entry per device: -1 = not queried yet (queries race benignly: same answer).
+  // One entry per device, filled by the first query (concurrent first queries race benignly:
+  // they store the same answer).
   constexpr int kMaxDevices = 64;
   static std::atomic<int64_t> cache[kMaxDevices][3];
   static std::atomic<bool> cached[kMaxDevices];
@@ -226,17 +227,22 @@ absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits() {
     return limits;
   }
   auto* kernel = small_m::SmallMKernel<16, false, __nv_bfloat16, true>;
-  GEMM_SMALL_M_RETURN_IF_ERROR((Prepare<16, false, __nv_bfloat16, true>(device)));
-  for (int i = 0; i < 3; ++i) {
+  bool ok = Prepare<16, false, __nv_bfloat16, true>(device).ok();
+  for (int i = 0; i < 3 && ok; ++i) {
     const int cs = 2 << i;
     cudaLaunchAttribute attr = {};
     const cudaLaunchConfig_t cfg = ClusterConfig(cs * 16, cs, nullptr, &attr);
     int clusters = 0;
-    GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg),
-                                           "cudaOccupancyMaxActiveClusters"));
-    *fields[i] = clusters;
-    cache[slot][i].store(clusters, std::memory_order_relaxed);
+    ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess;
+    *fields[i] = ok ? clusters : 0;
   }
+  if (!ok) {
+    // NOTE: e.g. a device without clusters. Clear the error, or the next launch's
+    // cudaGetLastError() would report it; zeros mean stream-K plans only.
+    (void)cudaGetLastError();
+    limits = SmallMClusterLimits{};
+  }
+  for (int i = 0; i < 3; ++i) cache[slot][i].store(*fields[i], std::memory_order_relaxed);
   cached[slot].store(true, std::memory_order_release);
   return limits;
 }
@@ -246,7 +252,7 @@ absl::Status SmallMGemm(const StridedBatch& args, cudaStream_t stream, const Lau
   int device = 0;
   absl::StatusOr<int> sms = CurrentSmCount(&device);
   if (!sms.ok()) return sms.status();
-  // Without the limits (a failed query) the plan is stream-K, which works everywhere.
+  // Without the limits (no device) the plan is stream-K, which works everywhere.
   const absl::StatusOr<SmallMClusterLimits> limits = QuerySmallMClusterLimits();
   const SmallMPlan plan = PlanSmallM(args, *sms, 0, limits.ok() ? &*limits : nullptr);
   return SmallMGemmWithPlan(args, plan, stream, opts.workspace, opts.workspace_bytes);
