@@ -89,10 +89,16 @@ TEST(SmallMPlan, TileAlignedGridsReplaceStreamKWhereTheyFillTheSms) {
   EXPECT_EQ(plan(16, 28672, 8192).ctas, 132);
   EXPECT_EQ(plan(16, 60 * 128, 8192).cluster_k, 1);
   EXPECT_TRUE(plan(16, 60 * 128, 8192).split_tiles);
-  // The 4 idle SMs' share of a larger B (8192 x 28672: 14 MB) costs more than the fixup.
+  // With B [K,N] (Shape's default), the 4 idle SMs' share of a larger B (8192 x 28672: 14 MB)
+  // costs more than the fixup; with B [N,K] the clusters still win.
   EXPECT_EQ(plan(16, 8192, 28672).cluster_k, 1);
   EXPECT_EQ(plan(16, 8192, 28672).ctas, 132);
   EXPECT_EQ(plan(16, 16384, 16384).ctas, 132);
+  StridedBatch nk = Shape(16, 8192, 28672);
+  nk.problem.b_layout = BLayout::kNK;
+  EXPECT_EQ(PlanSmallM(nk, 132, 0, &limits).cluster_k, 2);
+  nk.problem.n = 16384;
+  EXPECT_EQ(PlanSmallM(nk, 132, 0, &limits).ctas, 128);  // whole tiles
   // An exact fill idles no SM: 66 tiles x 2 = 132 CTAs, whatever the size of B.
   EXPECT_EQ(plan(16, 66 * 128, 65536).cluster_k, 2);
   // Too few K blocks for the pieces (8192 x 256: 4 blocks, 2 pieces need 8).

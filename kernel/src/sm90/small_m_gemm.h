@@ -71,9 +71,9 @@ struct SmallMPlan {
 // Chooses the plan for `args` on `sm_count` SMs. `force_ctas` > 0 overrides the grid size
 // (clamped to [1, total_iters]); used by tests and tuning. With `clusters` (and no forced size)
 // a 16-row tile may instead get a tile-aligned grid that needs no fixup: one CTA per tile, or
-// clusters splitting each tile's K, when that fills at least 95% of the SMs, the idle SMs'
-// share of B costs less than the fixup would, and the clusters fit at once. Without `clusters`,
-// always stream-K (whose workspace covers every plan).
+// clusters splitting each tile's K, when that fills at least 95% of the SMs, the clusters fit at
+// once and, for B [K,N], the idle SMs' share of B costs less than the fixup would. Without
+// `clusters`, always stream-K (whose workspace covers every plan).
 SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas = 0,
                       const SmallMClusterLimits* clusters = nullptr);
 

@@ -61,14 +61,16 @@ SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas
   if (force_ctas > 0 || clusters == nullptr || plan.m_tile != 16 || !plan.split_tiles) return plan;
   // NOTE: measured on H200 (docs/kernel-log.md, thirteenth session): 128 CTAs in clusters of 2
   // beat 132 stream-K CTAs at 16x8192x8192 (39-40 vs 41 us) but not at 1x8192x28672 with B [K,N]
-  // (122 vs 117 us), where the 4 idle SMs' share of B outweighs the fixup.
+  // (122 vs 117 us), where the 4 idle SMs' share of B outweighs the fixup. With B [N,K] they won
+  // there too (115 vs 115.5 us at M = 1, 116 vs 119 at M = 16): the share limit is for [K,N].
   const int64_t slots = std::max<int64_t>(sm_count, 1);
   const int64_t tiles = batch * plan.n_tiles;
   const double b_bytes = static_cast<double>(batch) * p.n * p.k * 2;
+  const bool kn = p.b_layout == BLayout::kKN;
   auto fills = [&](int64_t grid) {
     return grid <= slots && grid * 20 >= slots * 19 &&
-           b_bytes * static_cast<double>(slots - grid) / static_cast<double>(slots) <=
-               kFixupCostBytes;
+           (!kn || b_bytes * static_cast<double>(slots - grid) / static_cast<double>(slots) <=
+                       kFixupCostBytes);
   };
   for (int cs : {1, 2, 4, 8}) {
     const int64_t grid = tiles * cs;
