@@ -211,9 +211,10 @@ absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan
   }
 }
 
-absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits() {
-  int device = 0;
-  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
+namespace {
+
+// The limits of `device` (see QuerySmallMClusterLimits).
+SmallMClusterLimits ClusterLimits(int device) {
   // One entry per device, filled by the first query (concurrent first queries race benignly:
   // they store the same answer).
   constexpr int kMaxDevices = 64;
@@ -247,14 +248,22 @@ absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits() {
   return limits;
 }
 
+}  // namespace
+
+absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits() {
+  int device = 0;
+  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
+  return ClusterLimits(device);
+}
+
 absl::Status SmallMGemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
   GEMM_SMALL_M_RETURN_IF_ERROR(CheckArgs(args));
   int device = 0;
   absl::StatusOr<int> sms = CurrentSmCount(&device);
   if (!sms.ok()) return sms.status();
-  // Without the limits (no device) the plan is stream-K, which works everywhere.
-  const absl::StatusOr<SmallMClusterLimits> limits = QuerySmallMClusterLimits();
-  const SmallMPlan plan = PlanSmallM(args, *sms, 0, limits.ok() ? &*limits : nullptr);
+  // NOTE: the device from CurrentSmCount: no second cudaGetDevice on this per-request path.
+  const SmallMClusterLimits limits = ClusterLimits(device);
+  const SmallMPlan plan = PlanSmallM(args, *sms, 0, &limits);
   return SmallMGemmWithPlan(args, plan, stream, opts.workspace, opts.workspace_bytes);
 }
 
