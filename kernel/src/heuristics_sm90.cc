@@ -74,6 +74,18 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
     best.cluster_m = 1;
     best.group_m = 2048 / best.block_m;
     best.stages = MaxStages(best.block_m, best.block_n, q.fp32_out, smem_limit);
+    // NOTE: the 64x128 tiles stream B faster through a shallower pipeline than the 8 stages that
+    // fit: 6 for B [N,K]; for B [K,N] 5 when the tail split halves each tile's K (at most half
+    // a wave of tiles), where 8 stages were slowest. Measured on H200 (gemm_bench --stages 3-8,
+    // three rounds, 8 shapes with M = 24-64, N = 4096-16384, K = 4096-28672): [N,K] best or
+    // within 0.2 us at 6 on every shape, e.g. 24x8192x28672 126.7 -> 118.7 us; [K,N] split
+    // shapes best at 5, e.g. 48x8192x8192 43.4 -> 39.4 us, 24x8192x28672 128.3 -> 120.4, but
+    // the unsplit 32x16384x8192 best at 8 (71.0 vs 73.2 at 5). 64x256 tiles stay at 4.
+    if (best.block_n == 128) {
+      const int64_t tiles = CeilDiv(q.n, 128) * std::max<int64_t>(q.batch, 1);
+      const int shallow = q.b_kn ? (2 * tiles <= sm_count ? 5 : best.stages) : 6;
+      best.stages = std::min(best.stages, shallow);
+    }
     return best;
   }
   // NOTE: two 128-row tiles (128 < M <= 256: e.g. a coalesced batch of 9-16 decode requests) with

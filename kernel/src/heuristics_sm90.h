@@ -23,6 +23,7 @@ struct ShapeQuery {
   int64_t batch = 1;       // equal-shape batch entries (or the problems of a group)
   int64_t tiles_hint = 0;  // for groups: the sum over problems of 128x128 tiles; 0 otherwise
   bool fp32_out = false;
+  bool b_kn = false;             // B stored [K,N] (else [N,K])
   bool allow_tall_tiles = true;  // consider 256x128 tiles
 };
 

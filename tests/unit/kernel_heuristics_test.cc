@@ -76,6 +76,25 @@ TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
   EXPECT_EQ(ChooseConfig(g, kH100Sms, kSmemOptin).block_n, 128);
 }
 
+TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
+  // 64x128 tiles: 6 stages for B [N,K]; for B [K,N] 5 when the tail split halves each tile's K
+  // (64 tiles on 132 SMs), the deepest that fits (8) otherwise (128 tiles).
+  ShapeQuery q;
+  q.m = 33, q.n = 8192, q.k = 8192;
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 6);
+  q.b_kn = true;
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 5);
+  q.n = 16384;
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
+  q.b_kn = false;
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 6);
+  // 64x256 tiles keep the deepest pipeline.
+  q.n = 28672;
+  const TileConfig wide = ChooseConfig(q, kH100Sms, kSmemOptin);
+  EXPECT_EQ(wide.block_n, 256);
+  EXPECT_EQ(wide.stages, MaxStages(64, 256, false, kSmemOptin));
+}
+
 TEST(HeuristicsSm90, NarrowTilesWhenWideOnesLeaveSmsIdle) {
   // 1024 x 1024: 8 x 4 = 32 wide tiles (a quarter of the SMs) vs 64 narrow ones.
   ShapeQuery q;

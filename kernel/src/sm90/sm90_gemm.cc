@@ -285,6 +285,7 @@ absl::StatusOr<TileConfig> ConfigFor(const StridedBatch& args, const DeviceLimit
   const Problem& p = args.problem;
   ShapeQuery q;
   q.m = p.m, q.n = p.n, q.k = p.k, q.batch = args.batch, q.fp32_out = p.d_dtype == DType::kFP32;
+  q.b_kn = p.b_layout == BLayout::kKN;
   TileConfig cfg = ApplyOverride(ChooseConfig(q, limits.sm_count, limits.smem_optin), debug_flags);
   if (cfg.stages <= 0) {
     cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, limits.smem_optin);
