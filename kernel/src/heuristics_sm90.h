@@ -40,6 +40,12 @@ int64_t NumTiles(const ShapeQuery& q, const TileConfig& cfg);
 // tiles (64x128 or 64x256) without a cluster.
 inline constexpr int64_t kWideDecodeMaxRows = 64;
 
+// Whether a single-problem launch of `cfg` over `m` rows stops its A loads at M (a tensor map
+// whose box ends there, for the last, partial box of A rows) instead of loading whole boxes that
+// TMA zero-fills past M: always without multicast, and in 2-CTA clusters while the partial box
+// is less than half filled (there the longer k-blocks of the 128x256 tiles hide the rest).
+bool ClipALoads(int64_t m, const TileConfig& cfg);
+
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
 // opt-in shared memory per block.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);

@@ -95,6 +95,28 @@ TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
   EXPECT_EQ(wide.stages, MaxStages(64, 256, false, kSmemOptin));
 }
 
+TEST(HeuristicsSm90, ALoadsStopAtMWherePartialBoxesWereSlow) {
+  TileConfig one;  // 128x128, no cluster
+  one.block_m = 128, one.block_n = 128, one.cluster_m = 1;
+  EXPECT_TRUE(ClipALoads(72, one));
+  EXPECT_TRUE(ClipALoads(127, one));
+  EXPECT_FALSE(ClipALoads(128, one));  // whole boxes
+  EXPECT_FALSE(ClipALoads(1024, one));
+  TileConfig narrow = one;  // 64-row tiles: 64-row boxes
+  narrow.block_m = 64;
+  EXPECT_TRUE(ClipALoads(17, narrow));
+  EXPECT_FALSE(ClipALoads(64, narrow));
+  TileConfig pair = one;  // 128x256 in 2-CTA clusters: only boxes less than half filled
+  pair.block_n = 256, pair.cluster_m = 2;
+  EXPECT_TRUE(ClipALoads(144, pair));
+  EXPECT_TRUE(ClipALoads(160, pair));
+  EXPECT_FALSE(ClipALoads(200, pair));
+  EXPECT_FALSE(ClipALoads(320, pair));
+  TileConfig tall = pair;  // 256-row tiles load two boxes of 128 rows
+  tall.block_m = 256, tall.block_n = 128;
+  EXPECT_TRUE(ClipALoads(300, tall));
+}
+
 TEST(HeuristicsSm90, NarrowTilesWhenWideOnesLeaveSmsIdle) {
   // 1024 x 1024: 8 x 4 = 32 wide tiles (a quarter of the SMs) vs 64 narrow ones.
   ShapeQuery q;

@@ -171,6 +171,20 @@ absl::Status BuildProblem(const Problem& p, int64_t batch, int64_t sa, int64_t s
   return absl::OkStatus();
 }
 
+// The single-problem kernel's A tail map (KernelParams::tma_a_tail) and a_clip, where
+// ClipALoads chooses them: A with a box of the rows the last, partial A box of the M edge holds.
+absl::Status BuildATail(const Problem& p, int64_t batch, int64_t sa, const TileConfig& cfg,
+                        KernelParams<1>* params) {
+  params->a_clip = 0;
+  if (!ClipALoads(p.m, cfg)) return absl::OkStatus();
+  const int64_t rows = p.m % std::min(cfg.block_m, 128);
+  GEMM_RETURN_IF_ERROR(Encode3d(&params->tma_a_tail, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.k,
+                                p.m, batch, p.lda * 2, BatchPitch(batch, sa, p.m, p.lda, 2), 64,
+                                static_cast<uint32_t>(rows)));
+  params->a_clip = 1;
+  return absl::OkStatus();
+}
+
 template <int P>
 cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DType d, BLayout layout,
                       int sm_count, cudaStream_t stream, const SplitWorkspace& ws = {}) {
@@ -223,6 +237,7 @@ void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, Kernel
   params->dp_tiles = begin;
   params->tail_tiles = 0;
   params->splits = 1;
+  params->a_clip = 0;
   params->num_problems = num_problems;
   params->group_m = cfg.group_m;
   params->stages = cfg.stages;
@@ -335,6 +350,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   GEMM_RETURN_IF_ERROR(BuildProblem(p, args.batch, args.stride_a, args.stride_b, args.stride_c,
                                     args.stride_d, *cfg, &params.tma[0], &params.problems[0]));
   FinishParams(*cfg, 1, std::max<int64_t>(args.batch, 1), &params);
+  GEMM_RETURN_IF_ERROR(BuildATail(p, args.batch, args.stride_a, *cfg, &params));
   if (params.total_tiles >= kMaxTiles) {
     return absl::InvalidArgumentError(
         absl::StrCat("sm90: ", params.total_tiles, " tiles in one launch (at most 2^31 - 1)"));

@@ -20,7 +20,9 @@
 // starts with ~1,000 cycles of index arithmetic on its critical path.
 // Single-CTA clusters load their first unit's first `stages` k-blocks in the prologue, before
 // the CTA barrier (the first load left ~2,150 cycles after entry when the producer issued it).
-// Edges: TMA zero-fills out-of-bounds loads (M, N and K tails), so any M, N, K >= 1 works.
+// Edges: TMA zero-fills out-of-bounds loads (N and K tails, and M in grouped launches), so any
+// M, N, K >= 1 works. Single-problem launches load no A rows past M (KernelParams::tma_a_tail):
+// the zero-fill of those rows was slow.
 // Tail split-K (sm90_split.h): units of the last wave may cover a K range of a tile; non-owner
 // units store FP32 partials to the workspace and publish a flag (release), the owner waits for
 // the flags (acquire), adds the partials into its accumulators and runs the epilogue.
@@ -64,6 +66,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kWgCols = kSplitN ? BN / 2 : BN;  // columns per consumer warpgroup
   constexpr int kHalves = kWgRows / 64;           // m64 wgmmas per consumer warpgroup and k16 step
   constexpr int kABytes = BM * kBlockK * 2;
+  constexpr int kABox = BM < 128 ? BM : 128;  // rows per A box
   constexpr int kBBytes = BN * kBlockK * 2;
   const int stages = params.stages;
   const int cs = params.cluster_m;
@@ -119,12 +122,21 @@ __global__ void __launch_bounds__(kThreads, 1)
   // barrier: A's rows, then B's columns, multicast across the cluster (each CTA loads its share)
   // or, with `multicast` false, all loaded by this CTA.
   auto issue_loads = [&](const CUtensorMap* tma_a, const CUtensorMap* tma_b, int32_t batch, int m0,
-                         int n0, int kb, int stage, bool multicast) {
+                         int n0, int kb, int stage, bool multicast, bool clip) {
     const uint32_t full = full_bar(stage);
 #pragma unroll
     for (int r = 0; r < (BM + 127) / 128; ++r) {  // boxes of min(BM, 128) rows of A
-      TmaLoad3d(tma_a, s_a + stage * kABytes + r * 128 * 128, full, kb * kBlockK, m0 + r * 128,
-                batch);
+      const int row0 = m0 + r * 128;
+      const CUtensorMap* map = tma_a;
+      if (P == 1 && clip) {
+        // No rows past M are loaded (the tail map's box ends at M, boxes past M are skipped);
+        // those shared-memory rows hold stale values, and the accumulator rows they feed are
+        // never stored.
+        const int left = params.problems[0].m - row0;
+        if (left <= 0) continue;
+        if (left < kABox) map = &params.tma_a_tail;
+      }
+      TmaLoad3d(map, s_a + stage * kABytes + r * 128 * 128, full, kb * kBlockK, row0, batch);
     }
     const uint32_t b_dst = s_b + stage * kBBytes;
     const uint16_t mask = static_cast<uint16_t>((1u << cs) - 1);
@@ -163,6 +175,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
   };
+  // Whether a unit at row m0 stops its A loads at M (issue_loads), and the bytes of A and B
+  // each of its k-blocks then loads. Once per unit: the producer's k-loop only tests `clip`.
+  auto a_clip = [&](int m0) { return P == 1 && params.a_clip && m0 + BM > params.problems[0].m; };
+  auto stage_bytes = [&](int m0, bool clip) -> uint32_t {
+    const int a_rows = clip ? min(max(params.problems[0].m - m0, 0), BM) : BM;
+    return static_cast<uint32_t>(a_rows) * (kBlockK * 2) + kBBytes;
+  };
   // NOTE: the producer's first unit is decoded before the prologue's barrier, by the producer
   // warpgroup's second warp, so its parameter loads overlap the barrier set-up instead of
   // delaying the first TMA load (measured: ~700 cycles of decode after the prologue). The
@@ -182,6 +201,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int p = 0; p < params.num_problems; ++p) {
       for (int i = 0; i < 3; ++i) PrefetchTensorMap(&params.tma[3 * p + i]);
     }
+    if (P == 1 && params.a_clip) PrefetchTensorMap(&params.tma_a_tail);
   }
   // NOTE: the first unit's first `stages` k-blocks are loaded before the prologue barrier, by the
   // thread that initialized the barriers, as soon as the second warp has decoded the unit: the
@@ -198,10 +218,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int32_t problem = rec[0], batch = rec[1], m0 = rec[2], n0 = rec[3];
       const int32_t kb_begin = rec[4], kb_end = rec[5];
       issued = min(stages, kb_end - kb_begin);
+      const bool clip = a_clip(m0);
+      const uint32_t tx = stage_bytes(m0, clip);
       for (int i = 0; i < issued; ++i) {
-        MbarArriveExpectTx(full_bar(i), kABytes + kBBytes);
+        MbarArriveExpectTx(full_bar(i), tx);
         issue_loads(&params.tma[3 * prob(problem) + kTmaA], &params.tma[3 * prob(problem) + kTmaB],
-                    batch, m0, n0, kb_begin + i, i, false);
+                    batch, m0, n0, kb_begin + i, i, false, clip);
       }
       rec[4] = kb_begin + issued;  // the producer's loop goes on from there
     }
@@ -236,6 +258,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         const CUtensorMap* tma_a = &params.tma[3 * prob(cur.problem) + kTmaA];
         const CUtensorMap* tma_b = &params.tma[3 * prob(cur.problem) + kTmaB];
         const int m0 = cur.m0, n0 = cur.n0;
+        const bool clip = a_clip(m0);
+        const uint32_t tx = stage_bytes(m0, clip);
         const int32_t batch = cur.batch;
         for (int kb = cur.kb_begin; kb < cur.kb_end; ++kb) {
           if (kb == cur.kb_begin + 1 && u_next < units) {
@@ -252,9 +276,9 @@ __global__ void __launch_bounds__(kThreads, 1)
             }
             continue;
           }
-          MbarArriveExpectTx(full, kABytes + kBBytes);
+          MbarArriveExpectTx(full, tx);
           issue_loads(tma_a, tma_b, batch, m0, n0, kb, stage,
-                      cs > 1 && !(params.debug_flags & kDebugNoMulticast));
+                      cs > 1 && !(params.debug_flags & kDebugNoMulticast), clip);
           if (++stage == stages) {
             stage = 0;
             phase ^= 1;
