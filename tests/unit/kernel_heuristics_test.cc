@@ -88,6 +88,17 @@ TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
   EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
   q.b_kn = false;
   EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 6);
+  // One row of 128x128 tiles: 5 stages for B [K,N], the deepest that fits (6) for B [N,K].
+  ShapeQuery row;
+  row.m = 96, row.n = 8192, row.k = 8192, row.b_kn = true;
+  const TileConfig narrow = ChooseConfig(row, kH100Sms, kSmemOptin);
+  ASSERT_EQ(narrow.block_m * narrow.block_n, 128 * 128);
+  EXPECT_EQ(narrow.stages, 5);
+  row.b_kn = false;
+  EXPECT_EQ(ChooseConfig(row, kH100Sms, kSmemOptin).stages, MaxStages(128, 128, false, kSmemOptin));
+  row.m = 1024, row.b_kn = true;  // more rows of tiles: the deepest pipeline
+  const TileConfig many = ChooseConfig(row, kH100Sms, kSmemOptin);
+  EXPECT_EQ(many.stages, MaxStages(many.block_m, many.block_n, false, kSmemOptin));
   // 64x256 tiles keep the deepest pipeline.
   q.n = 28672;
   const TileConfig wide = ChooseConfig(q, kH100Sms, kSmemOptin);
