@@ -94,7 +94,9 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
     // the unsplit 32x16384x8192 best at 8 (71.0 vs 73.2 at 5). 64x256 tiles stay at 4.
     if (best.block_n == 128) {
       const int64_t tiles = CeilDiv(q.n, 128) * std::max<int64_t>(q.batch, 1);
-      const int shallow = q.b_kn ? (2 * tiles <= sm_count ? 5 : best.stages) : 6;
+      // The tail split halves K (PlanTailSplit): at most half a wave, at least 2 x 8 K blocks.
+      const bool split = 2 * tiles <= sm_count && CeilDiv(q.k, 64) >= 2 * kMinSplitKBlocks;
+      const int shallow = q.b_kn ? (split ? 5 : best.stages) : 6;
       best.stages = std::min(best.stages, shallow);
     }
     return best;

@@ -84,6 +84,9 @@ TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
   EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 6);
   q.b_kn = true;
   EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 5);
+  q.k = 960;  // 15 K blocks: too short to split, so the deepest pipeline
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
+  q.k = 8192;
   q.n = 16384;
   EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
   q.b_kn = false;
