@@ -234,7 +234,9 @@ void Bench::TimeBoth(const std::function<absl::Status(int)>& ours,
   absl::StatusOr<std::vector<double>> t = TimeMedians({ours, cublas}, nsets);
   // The WGMMA kernel's last configuration (tile, cluster, split-K), when it ran on this thread.
   const std::string launch = kernel::sm90::LastLaunchDescription();
-  if (!launch.empty() && row->ours.rfind("Gemm(kSm90)", 0) == 0 && row->ctas == 0) {
+  if (!launch.empty() &&
+      (row->ours.rfind("Gemm(kSm90)", 0) == 0 || row->ours.rfind("GemmGrouped(kSm90)", 0) == 0) &&
+      row->ctas == 0) {
     row->ours = absl::StrCat(row->ours, " ", launch);
   }
   if (t.ok()) {
@@ -252,8 +254,16 @@ absl::StatusOr<std::vector<BenchRow>> Bench::RunSet(const std::string& set) {
   if (!shapes.ok()) return shapes.status();
   std::vector<BenchRow> rows;
   for (BLayout layout : opts_.layouts) {
-    if (set == "grouped") {
-      rows.push_back(RunGrouped(*shapes, layout));
+    if (set == "grouped" || set == "moe") {
+      // One grouped call per group of the file; the mixture-of-experts groups give every
+      // member its own weights.
+      for (int g = 0; !shapes->empty() && g <= shapes->back().group; ++g) {
+        std::vector<Shape> members;
+        for (const Shape& s : *shapes) {
+          if (s.group == g) members.push_back(s);
+        }
+        if (!members.empty()) rows.push_back(RunGrouped(set, members, layout, set == "moe"));
+      }
       continue;
     }
     for (const Shape& s : *shapes) rows.push_back(RunStrided(set, s, layout));
@@ -390,9 +400,10 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
   return row;
 }
 
-BenchRow Bench::RunGrouped(const std::vector<Shape>& shapes, BLayout layout) {
+BenchRow Bench::RunGrouped(const std::string& set, const std::vector<Shape>& shapes, BLayout layout,
+                           bool distinct_weights) {
   BenchRow row;
-  row.set = "grouped";
+  row.set = set;
   row.layout = layout;
   row.problems = static_cast<int>(shapes.size());
   row.ours = "GemmGrouped(kSm90)";
@@ -412,11 +423,16 @@ BenchRow Bench::RunGrouped(const std::vector<Shape>& shapes, BLayout layout) {
   }
   // NOTE: one operand set: a group touches far more than L2 (tens of GB of traffic per call).
   // Every problem has its own A and D; problems of one (N, K) share one random B (as weights of
-  // equal shape would), which is read once per problem by both implementations.
+  // equal shape would), which is read once per problem by both implementations; with
+  // `distinct_weights` (experts) every problem has its own B.
   std::size_t free_b = 0, total_b = 0;
   if (absl::Status st = Cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"); !st.ok())
     return fail(st);
-  if (ad_bytes > opts_.mem_fraction * static_cast<double>(free_b))
+  double b_bytes = 0;
+  if (distinct_weights) {
+    for (const Shape& s : shapes) b_bytes += s.n * s.k * 2.0;
+  }
+  if (ad_bytes + b_bytes > opts_.mem_fraction * static_cast<double>(free_b))
     return fail(absl::ResourceExhaustedError("grouped operands do not fit"));
   DeviceArena arena;
   std::map<std::pair<int64_t, int64_t>, void*> weights;
@@ -424,7 +440,11 @@ BenchRow Bench::RunGrouped(const std::vector<Shape>& shapes, BLayout layout) {
   int64_t max_mn = 0;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const Shape& s = shapes[i];
-    void*& w = weights[{s.n, s.k}];
+    // Distinct weights: a key of its own per member (no (N, K) is negative).
+    const std::pair<int64_t, int64_t> key =
+        distinct_weights ? std::make_pair(-1 - static_cast<int64_t>(i), int64_t{0})
+                         : std::make_pair(s.n, s.k);
+    void*& w = weights[key];
     if (w == nullptr) {
       absl::StatusOr<void*> b = arena.Alloc(s.n * s.k * 2);
       if (!b.ok()) return fail(b.status());

@@ -75,7 +75,8 @@ class Bench {
   // Time in microseconds of an empty kernel (one 384-thread CTA per SM) timed like the rows.
   absl::StatusOr<double> EmptyLaunchUs();
 
-  // Runs every shape of `set` ("large", "decode", "batched" or "grouped") for every layout.
+  // Runs every shape of `set` ("large", "decode", "batched", "grouped" or "moe") for every
+  // layout; the grouped sets as one grouped call per group of their file.
   // Per-shape failures are reported in BenchRow::error; a missing shape file is an error.
   absl::StatusOr<std::vector<BenchRow>> RunSet(const std::string& set);
 
@@ -86,7 +87,10 @@ class Bench {
  private:
   explicit Bench(const BenchOptions& opts) : opts_(opts) {}
   BenchRow RunStrided(const std::string& set, const Shape& shape, kernel::BLayout layout);
-  BenchRow RunGrouped(const std::vector<Shape>& shapes, kernel::BLayout layout);
+  // One grouped call over `shapes` (row set `set`); with `distinct_weights` every member has its
+  // own B, else members of one (N, K) share one.
+  BenchRow RunGrouped(const std::string& set, const std::vector<Shape>& shapes,
+                      kernel::BLayout layout, bool distinct_weights);
   // Median milliseconds of each `launches[i](set_index)` over opts_.reps runs after
   // opts_.warmup, the launches alternating one by one (at most two).
   absl::StatusOr<std::vector<double>> TimeMedians(

@@ -13,11 +13,23 @@ absl::StatusOr<std::vector<Shape>> LoadShapes(const std::string& path) {
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open shape file ", path));
   std::vector<Shape> shapes;
   std::string line;
+  int group = 0;
   for (int line_no = 1; std::getline(in, line); ++line_no) {
     if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream fields(line);
+    std::string first;
+    if (!(fields >> first)) continue;  // blank or comment line
+    if (first == "group") {
+      if (!shapes.empty()) ++group;
+      continue;
+    }
+    fields.clear();
+    fields.str(line);
     Shape s;
-    if (!(fields >> s.m)) continue;  // blank or comment line
+    s.group = group;
+    if (!(fields >> s.m)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": want M N K [batch]"));
+    }
     if (!(fields >> s.n >> s.k)) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": want M N K [batch]"));
     }

@@ -2,7 +2,8 @@
 // the shape sets in bench/shapes/, with the device-to-device copy bandwidth as the memory
 // ceiling. Prints a table (stderr with --json) and, with --json, one JSON object per line.
 //
-//   gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both] [--dtype bf16|f32]
+//   gemm_bench [--set all|large|decode|grouped|batched|moe] [--layout nk|kn|both]
+//              [--dtype bf16|f32]
 //              [--json] [--csv] [--check] [--reps N] [--warmup N] [--shapes DIR]
 //              [--direct] [--ctas N] [--stream_k] [--sm90_main] [--no_split] [--tile MxN]
 //              [--same_set]
@@ -27,7 +28,7 @@ using gemm::kernel::BLayout;
 using gemm::kernel::DType;
 
 constexpr char kUsage[] =
-    "usage: gemm_bench [--set all|large|decode|grouped|batched] [--layout nk|kn|both]\n"
+    "usage: gemm_bench [--set all|large|decode|grouped|batched|moe] [--layout nk|kn|both]\n"
     "                  [--dtype bf16|f32] [--json] [--csv] [--check] [--reps N] [--warmup N]\n"
     "                  [--shapes DIR] [--direct] [--ctas N] [--sm90_main] [--no_split]\n"
     "                  [--tile MxN] [--stages N] [--cluster N] [--group_m N]\n"
@@ -41,8 +42,9 @@ constexpr char kUsage[] =
     "  --tile MxN   force the WGMMA kernel's tile (128x256, 256x128, 128x128, 64x256, 64x128)\n"
     "  --stages, --cluster, --group_m  force these WGMMA launch parameters\n"
     "  --debug_flags N  sm90 kDebug* bits (1 skip epilogue, 2 no loads, 4 no multicast,\n"
-    "               8 no split-K, 128 exit after the prologue): timing experiments only,\n"
-    "               results are wrong except with 8\n"
+    "               8 no split-K, 128 exit after the prologue; host side: 16 / 32 L2\n"
+    "               promotion none / 128B, 256 group members load whole A boxes): timing\n"
+    "               experiments only, results are wrong except with 8, 16, 32 and 256\n"
     "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n"
     "  --stream_k  with --direct: the small-M stream-K grid even where the dispatch would\n"
     "            use a tile-aligned grid (whole tiles or cluster split-K)\n"
@@ -51,7 +53,7 @@ constexpr char kUsage[] =
 
 struct Flags {
   BenchOptions bench;
-  std::vector<std::string> sets = {"decode", "large", "batched", "grouped"};
+  std::vector<std::string> sets = {"decode", "large", "batched", "grouped", "moe"};
   bool json = false;
   bool csv = false;
 };
@@ -91,8 +93,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->bench.direct_small_m = true;
     } else if (arg == "--set" && value(&v)) {
       if (v == "all") {
-        f->sets = {"decode", "large", "batched", "grouped"};
-      } else if (v == "large" || v == "decode" || v == "grouped" || v == "batched") {
+        f->sets = {"decode", "large", "batched", "grouped", "moe"};
+      } else if (v == "large" || v == "decode" || v == "grouped" || v == "batched" || v == "moe") {
         f->sets = {v};
       } else {
         return false;

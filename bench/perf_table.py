@@ -23,7 +23,7 @@ def main(path):
         bw = ", ".join(f"{r['copy_gbps']:.0f}" for r in copies)
         print(f"Device: {c['device']} ({c['sms']} SMs). D2D copy bandwidth per process "
               f"(GB/s, read + write): {bw}.\n")
-    for name in ["decode", "large", "batched", "grouped"]:
+    for name in ["decode", "large", "batched", "grouped", "moe"]:
         rs = [r for r in data if r["set"] == name]
         if not rs:
             continue

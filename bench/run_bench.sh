@@ -20,7 +20,7 @@ name="$out/${gpu}-$(date -u +%Y-%m-%d)"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu \
   --format=csv >> "$name.log"
 status=0
-for set in decode large batched grouped; do
+for set in decode large batched grouped moe; do
   echo "## gemm_bench --set $set --layout both --check --json $*" >> "$name.log"
   timeout 240 "$bin" --set "$set" --layout both --check --json "$@" >> "$name.jsonl" \
     2>> "$name.log" || { rc=$?; status=1; echo "## set $set exited with $rc" >> "$name.log"; }

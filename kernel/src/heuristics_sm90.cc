@@ -159,4 +159,43 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   return best;
 }
 
+TileConfig ChooseGroupConfig(std::span<const GroupMember> members, bool fp32_out, int sm_count,
+                             int smem_limit) {
+  if (members.empty()) return TileConfig{};
+  int64_t tiles = 0, narrow_tiles = 0, max_m = 0;
+  double flops = 0, small_m_flops = 0;
+  for (const GroupMember& p : members) {
+    tiles += CeilDiv(p.m, 128) * CeilDiv(p.n, 128);
+    narrow_tiles += CeilDiv(p.n, 128);
+    max_m = std::max(max_m, p.m);
+    const double f = static_cast<double>(p.m) * p.n * p.k;
+    flops += f;
+    if (p.m <= 128) small_m_flops += f;
+  }
+  // NOTE: every member within one 64-row tile (mixture-of-experts decode: a few tokens per
+  // expert): the 64-row decode tiles, as for a single decode problem. Each member is one row of
+  // tiles either way, and 128-row tiles would multiply at least half zero rows.
+  if (max_m <= kWideDecodeMaxRows) {
+    TileConfig cfg;
+    cfg.block_m = 64;
+    cfg.block_n = narrow_tiles <= std::max(sm_count, 2) ? 128 : 256;
+    cfg.cluster_m = 1;
+    cfg.group_m = 2048 / cfg.block_m;
+    cfg.stages = MaxStages(cfg.block_m, cfg.block_n, fp32_out, smem_limit);
+    return cfg;
+  }
+  ShapeQuery q;
+  q.m = 256, q.n = members[0].n, q.k = members[0].k, q.batch = 1, q.tiles_hint = tiles;
+  q.fp32_out = fp32_out;
+  q.allow_tall_tiles = false;  // groups hold small-M members; 128-row tiles waste less
+  TileConfig cfg = ChooseConfig(q, sm_count, smem_limit);
+  // A 2-CTA cluster idles half of itself on problems with M <= 128: only worth it when those
+  // carry little of the work.
+  if (small_m_flops > 0.25 * flops) {
+    cfg.cluster_m = 1;
+    cfg.group_m = 2048 / cfg.block_m;
+  }
+  return cfg;
+}
+
 }  // namespace gemm::kernel::sm90

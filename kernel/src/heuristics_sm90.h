@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace gemm::kernel::sm90 {
 
@@ -49,5 +50,15 @@ bool ClipALoads(int64_t m, const TileConfig& cfg);
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
 // opt-in shared memory per block.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);
+
+// One member of a grouped launch, as the choice sees it.
+struct GroupMember {
+  int64_t m = 0, n = 0, k = 0;
+};
+
+// Picks the configuration of one grouped launch over `members` (sorted by decreasing K, then N:
+// the first member's K and N stand for the group) on a device as above.
+TileConfig ChooseGroupConfig(std::span<const GroupMember> members, bool fp32_out, int sm_count,
+                             int smem_limit);
 
 }  // namespace gemm::kernel::sm90

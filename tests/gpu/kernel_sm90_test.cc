@@ -282,38 +282,85 @@ TEST(Sm90SplitK, MatchesCublasLt) {
   }
 }
 
+// Runs `cases` as one group through GemmGrouped (kSm90) and a loop of cuBLASLt calls, and
+// checks every member; `what` names the group in failures.
+void CheckGroup(const std::vector<Case>& cases, const std::string& what) {
+  std::vector<std::unique_ptr<Operands>> ops;
+  std::vector<Problem> ours, refs;
+  for (const Case& cs : cases) {
+    ops.push_back(std::make_unique<Operands>(cs));
+    ours.push_back(ops.back()->Args(cs, ops.back()->d->get()).problem);
+    refs.push_back(ops.back()->Args(cs, ops.back()->ref->get()).problem);
+  }
+  LaunchOptions lt;
+  lt.kind = KernelKind::kCublasLt;
+  ASSERT_TRUE(GemmGrouped(refs, nullptr, lt).ok()) << what;
+  LaunchOptions sm;
+  sm.kind = KernelKind::kSm90;
+  absl::Status st = GemmGrouped(ours, nullptr, sm);
+  ASSERT_TRUE(st.ok()) << what << ": " << st;
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const double err = testing::DeviceRelError(ops[i]->d->get(), ops[i]->ref->get(), cases[i].dtype,
+                                               cases[i].m, cases[i].n, ops[i]->ldd, 1, ops[i]->sd);
+    EXPECT_LE(err, Tolerance(cases[i].dtype))
+        << what << ", group member " << i << ": " << Name(cases[i]) << " ("
+        << sm90::LastLaunchDescription() << ")";
+  }
+}
+
 // Groups of different shapes (more than one launch's worth) against a loop of cuBLASLt calls.
 TEST(Sm90Grouped, MatchesCublasLt) {
   if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
   std::mt19937_64 rng(FreshSeed());
   for (BLayout layout : {BLayout::kNK, BLayout::kKN}) {
     for (DType dtype : {DType::kBF16, DType::kFP32}) {
-      const int count = 21;
       std::vector<Case> cases;
-      std::vector<std::unique_ptr<Operands>> ops;
-      std::vector<Problem> ours, refs;
       const int64_t dims[] = {1, 7, 64, 127, 128, 129, 300, 1000, 2048};
-      for (int i = 0; i < count; ++i) {
+      for (int i = 0; i < 21; ++i) {
         Case cs{dims[rng() % 9], dims[rng() % 9], dims[rng() % 9], 1, layout, dtype};
         if (i % 2) cs.alpha = 2.0f, cs.beta = 0.5f;
         cases.push_back(cs);
-        ops.push_back(std::make_unique<Operands>(cs));
-        ours.push_back(ops.back()->Args(cs, ops.back()->d->get()).problem);
-        refs.push_back(ops.back()->Args(cs, ops.back()->ref->get()).problem);
       }
-      LaunchOptions lt;
-      lt.kind = KernelKind::kCublasLt;
-      ASSERT_TRUE(GemmGrouped(refs, nullptr, lt).ok());
-      LaunchOptions sm;
-      sm.kind = KernelKind::kSm90;
-      absl::Status st = GemmGrouped(ours, nullptr, sm);
-      ASSERT_TRUE(st.ok()) << st;
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      for (int i = 0; i < count; ++i) {
-        const double err =
-            testing::DeviceRelError(ops[i]->d->get(), ops[i]->ref->get(), dtype, cases[i].m,
-                                    cases[i].n, ops[i]->ldd, 1, ops[i]->sd);
-        EXPECT_LE(err, Tolerance(dtype)) << "group member " << i << ": " << Name(cases[i]);
+      CheckGroup(cases, "random group");
+    }
+  }
+}
+
+// Mixture-of-experts decode groups (every member within one 64-row tile): the 64-row tiles,
+// A loads that stop at each member's M, and the same members under every other tile and cluster
+// (members below one A box skip the loads of a 2-CTA cluster's second CTA).
+TEST(Sm90Grouped, DecodeMembersMatchCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  std::mt19937_64 rng(FreshSeed());
+  const int64_t ms[] = {1, 2, 7, 16, 33, 63, 64};
+  const int64_t ns[] = {1, 100, 128, 1000, 4096};
+  const int64_t ks[] = {7, 64, 1000, 4096};
+  struct Forced {
+    int block_m, block_n, cluster_m;
+  };
+  const Forced forced[] = {{0, 0, 0}, {64, 256, 1}, {128, 128, 2}, {128, 256, 2}, {128, 128, 1}};
+  for (BLayout layout : {BLayout::kNK, BLayout::kKN}) {
+    for (DType dtype : {DType::kBF16, DType::kFP32}) {
+      std::vector<Case> cases;
+      for (int i = 0; i < 12; ++i) {
+        Case cs{ms[rng() % 7], ns[rng() % 5], ks[rng() % 4], 1, layout, dtype};
+        if (i % 3 == 1) cs.alpha = 2.0f, cs.beta = 0.5f;
+        cases.push_back(cs);
+      }
+      for (const Forced& f : forced) {
+        if (f.block_m > 0) {
+          sm90::TuningOverride o;
+          o.block_m = f.block_m, o.block_n = f.block_n, o.cluster_m = f.cluster_m;
+          sm90::SetTuningOverride(o);
+        }
+        CheckGroup(cases,
+                   absl::StrCat("forced ", f.block_m, "x", f.block_n, " cluster ", f.cluster_m));
+        if (f.block_m == 0) {
+          EXPECT_NE(sm90::LastLaunchDescription().find("tile=64x"), std::string::npos)
+              << sm90::LastLaunchDescription();
+        }
+        sm90::ClearTuningOverride();
       }
     }
   }

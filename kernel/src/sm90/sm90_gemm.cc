@@ -52,6 +52,9 @@ absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
 // `pitch2` in bytes, box {box0, box1, 1}, 128-byte swizzle, out-of-bounds elements read as 0.
 // L2 promotion of the operand maps; the tuning hook can change it (debug_flags bits 16/32).
 thread_local CUtensorMapL2promotion t_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+// Group members load whole A boxes, zero-filled past M (debug_flags bit 256: A/B timing of
+// ProblemParams::a_short).
+thread_local bool t_whole_a_boxes = false;
 
 absl::Status Encode3d(CUtensorMap* map, CUtensorMapDataType type, const void* ptr, uint64_t d0,
                       uint64_t d1, uint64_t d2, uint64_t pitch1, uint64_t pitch2, uint32_t box0,
@@ -76,6 +79,7 @@ thread_local std::string t_last_launch;
 TileConfig ApplyOverride(TileConfig cfg, int* debug_flags) {
   *debug_flags = 0;
   t_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  t_whole_a_boxes = false;
   if (!g_have_override.load(std::memory_order_relaxed)) return cfg;
   std::lock_guard<std::mutex> lock(g_override_mu);
   if (g_override.block_m > 0) cfg.block_m = g_override.block_m;
@@ -89,7 +93,8 @@ TileConfig ApplyOverride(TileConfig cfg, int* debug_flags) {
   t_promotion = (*debug_flags & 16)   ? CU_TENSOR_MAP_L2_PROMOTION_NONE
                 : (*debug_flags & 32) ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
                                       : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-  *debug_flags &= 0xf | kDebugExitEarly;  // 16/32: host-side only
+  t_whole_a_boxes = (*debug_flags & 256) != 0;
+  *debug_flags &= 0xf | kDebugExitEarly;  // 16/32/256: host-side only
   return cfg;
 }
 
@@ -132,14 +137,20 @@ bool StrideOk(int64_t batch, int64_t stride, std::size_t elem) {
   return bytes > 0 && bytes % 16 == 0 && bytes < kMaxTmaStride;
 }
 
-// Fills `out` (all but tile_begin) for `batch` entries of `p`.
+// Fills `out` (all but tile_begin) for `batch` entries of `p`. A group member (`in_group`) whose
+// M is below one A box gets an A box of M rows (ProblemParams::a_short): TMA's zero-fill of the
+// rows past M was slow.
 absl::Status BuildProblem(const Problem& p, int64_t batch, int64_t sa, int64_t sb, int64_t sc,
-                          int64_t sd, const TileConfig& cfg, CUtensorMap* tma, ProblemParams* out) {
+                          int64_t sd, const TileConfig& cfg, bool in_group, CUtensorMap* tma,
+                          ProblemParams* out) {
   const std::size_t dsz = DTypeSize(p.d_dtype);
   const bool kn = p.b_layout == BLayout::kKN;
+  const int64_t a_box = std::min(cfg.block_m, 128);
+  const bool a_short = in_group && p.m < a_box && !t_whole_a_boxes;
+  out->a_short = a_short ? 1 : 0;
   GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaA], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.k, p.m, batch,
                                 p.lda * 2, BatchPitch(batch, sa, p.m, p.lda, 2), 64,
-                                std::min(cfg.block_m, 128)));  // rows per A box
+                                static_cast<uint32_t>(a_short ? p.m : a_box)));  // rows per A box
   const int64_t b_rows = kn ? p.k : p.n;
   if (kn) {
     GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaB], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.b, p.n, p.k,
@@ -348,7 +359,8 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   KernelParams<1> params{};
   params.debug_flags = debug_flags;
   GEMM_RETURN_IF_ERROR(BuildProblem(p, args.batch, args.stride_a, args.stride_b, args.stride_c,
-                                    args.stride_d, *cfg, &params.tma[0], &params.problems[0]));
+                                    args.stride_d, *cfg, false, &params.tma[0],
+                                    &params.problems[0]));
   FinishParams(*cfg, 1, std::max<int64_t>(args.batch, 1), &params);
   GEMM_RETURN_IF_ERROR(BuildATail(p, args.batch, args.stride_a, *cfg, &params));
   if (params.total_tiles >= kMaxTiles) {
@@ -380,31 +392,15 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   for (std::size_t first = 0; first < sorted.size(); first += kMaxGroupPerLaunch) {
     const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, sorted.size() - first);
     std::span<const Problem> chunk(sorted.data() + first, count);
-    ShapeQuery q;
-    int64_t tiles = 0;
-    double flops = 0, small_m_flops = 0;
-    for (const Problem& p : chunk) {
-      tiles += ((p.m + 127) / 128) * ((p.n + 127) / 128);
-      const double f = static_cast<double>(p.m) * p.n * p.k;
-      flops += f;
-      if (p.m <= 128) small_m_flops += f;
-    }
-    q.m = 256, q.n = chunk[0].n, q.k = chunk[0].k, q.batch = 1, q.tiles_hint = tiles;
-    q.fp32_out = chunk[0].d_dtype == DType::kFP32;
-    q.allow_tall_tiles = false;  // groups hold small-M members; 128-row tiles waste less
-    TileConfig cfg = ChooseConfig(q, limits->sm_count, limits->smem_optin);
-    // A 2-CTA cluster idles half of itself on problems with M <= 128: only worth it when
-    // those carry little of the work.
-    if (small_m_flops > 0.25 * flops) {
-      cfg.cluster_m = 1;
-      cfg.group_m = 2048 / cfg.block_m;
-    }
+    std::array<GroupMember, kMaxGroupPerLaunch> members;
+    for (std::size_t i = 0; i < count; ++i) members[i] = {chunk[i].m, chunk[i].n, chunk[i].k};
+    const bool f32 = chunk[0].d_dtype == DType::kFP32;
     int debug_flags = 0;
-    cfg = ApplyOverride(cfg, &debug_flags);
-    if (cfg.stages <= 0) {
-      cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, limits->smem_optin);
-    }
-    if (!ConfigFits(cfg, q.fp32_out, limits->smem_optin)) {
+    TileConfig cfg = ApplyOverride(ChooseGroupConfig(std::span(members.data(), count), f32,
+                                                     limits->sm_count, limits->smem_optin),
+                                   &debug_flags);
+    if (cfg.stages <= 0) cfg.stages = MaxStages(cfg.block_m, cfg.block_n, f32, limits->smem_optin);
+    if (!ConfigFits(cfg, f32, limits->smem_optin)) {
       return absl::InvalidArgumentError("sm90: tuning override does not fit");
     }
     // NOTE: ~28 KB: on the heap, once per thread. A thread_local array would add 28 KB to the
@@ -417,8 +413,8 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
     KernelParams<kMaxGroupPerLaunch>& params = *params_storage;
     params = {};
     for (std::size_t i = 0; i < count; ++i) {
-      GEMM_RETURN_IF_ERROR(
-          BuildProblem(chunk[i], 1, 0, 0, 0, 0, cfg, &params.tma[3 * i], &params.problems[i]));
+      GEMM_RETURN_IF_ERROR(BuildProblem(chunk[i], 1, 0, 0, 0, 0, cfg, true, &params.tma[3 * i],
+                                        &params.problems[i]));
     }
     FinishParams(cfg, static_cast<int>(count), 1, &params);
     if (params.total_tiles >= kMaxTiles) {

@@ -20,8 +20,9 @@
 // starts with ~1,000 cycles of index arithmetic on its critical path.
 // Single-CTA clusters load their first unit's first `stages` k-blocks in the prologue, before
 // the CTA barrier (the first load left ~2,150 cycles after entry when the producer issued it).
-// Edges: TMA zero-fills out-of-bounds loads (N and K tails, and M in grouped launches), so any
-// M, N, K >= 1 works. Single-problem launches load no A rows past M (KernelParams::tma_a_tail):
+// Edges: TMA zero-fills out-of-bounds loads (N and K tails, and M edges of grouped members of
+// more than one A box), so any M, N, K >= 1 works. Single-problem launches load no A rows past M
+// (KernelParams::tma_a_tail), nor do group members below one A box (ProblemParams::a_short):
 // the zero-fill of those rows was slow.
 // Tail split-K (sm90_split.h): units of the last wave may cover a K range of a tile; non-owner
 // units store FP32 partials to the workspace and publish a flag (release), the owner waits for
@@ -122,19 +123,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   // barrier: A's rows, then B's columns, multicast across the cluster (each CTA loads its share)
   // or, with `multicast` false, all loaded by this CTA.
   auto issue_loads = [&](const CUtensorMap* tma_a, const CUtensorMap* tma_b, int32_t batch, int m0,
-                         int n0, int kb, int stage, bool multicast, bool clip) {
+                         int n0, int kb, int stage, bool multicast, bool clip, int m) {
     const uint32_t full = full_bar(stage);
 #pragma unroll
     for (int r = 0; r < (BM + 127) / 128; ++r) {  // boxes of min(BM, 128) rows of A
       const int row0 = m0 + r * 128;
       const CUtensorMap* map = tma_a;
-      if (P == 1 && clip) {
-        // No rows past M are loaded (the tail map's box ends at M, boxes past M are skipped);
-        // those shared-memory rows hold stale values, and the accumulator rows they feed are
-        // never stored.
-        const int left = params.problems[0].m - row0;
+      if (clip) {
+        // No rows past M (`m`) are loaded: boxes past M are skipped, and the partial box goes
+        // through a map whose box ends at M (a single problem's tail map; a group member below
+        // one box has such a box in its own map). Those shared-memory rows hold stale values,
+        // and the accumulator rows they feed are never stored.
+        const int left = m - row0;
         if (left <= 0) continue;
-        if (left < kABox) map = &params.tma_a_tail;
+        if (P == 1 && left < kABox) map = &params.tma_a_tail;
       }
       TmaLoad3d(map, s_a + stage * kABytes + r * 128 * 128, full, kb * kBlockK, row0, batch);
     }
@@ -177,9 +179,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   // Whether a unit at row m0 stops its A loads at M (issue_loads), and the bytes of A and B
   // each of its k-blocks then loads. Once per unit: the producer's k-loop only tests `clip`.
-  auto a_clip = [&](int m0) { return P == 1 && params.a_clip && m0 + BM > params.problems[0].m; };
-  auto stage_bytes = [&](int m0, bool clip) -> uint32_t {
-    const int a_rows = clip ? min(max(params.problems[0].m - m0, 0), BM) : BM;
+  auto a_clip = [&](int32_t problem, int m0) {
+    if constexpr (P == 1) return params.a_clip && m0 + BM > params.problems[0].m;
+    return params.problems[problem].a_short != 0;
+  };
+  auto stage_bytes = [&](int m, int m0, bool clip) -> uint32_t {
+    const int a_rows = clip ? min(max(m - m0, 0), BM) : BM;
     return static_cast<uint32_t>(a_rows) * (kBlockK * 2) + kBBytes;
   };
   // NOTE: the producer's first unit is decoded before the prologue's barrier, by the producer
@@ -218,12 +223,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       const int32_t problem = rec[0], batch = rec[1], m0 = rec[2], n0 = rec[3];
       const int32_t kb_begin = rec[4], kb_end = rec[5];
       issued = min(stages, kb_end - kb_begin);
-      const bool clip = a_clip(m0);
-      const uint32_t tx = stage_bytes(m0, clip);
+      const bool clip = a_clip(problem, m0);
+      const int m = params.problems[prob(problem)].m;
+      const uint32_t tx = stage_bytes(m, m0, clip);
       for (int i = 0; i < issued; ++i) {
         MbarArriveExpectTx(full_bar(i), tx);
         issue_loads(&params.tma[3 * prob(problem) + kTmaA], &params.tma[3 * prob(problem) + kTmaB],
-                    batch, m0, n0, kb_begin + i, i, false, clip);
+                    batch, m0, n0, kb_begin + i, i, false, clip, m);
       }
       rec[4] = kb_begin + issued;  // the producer's loop goes on from there
     }
@@ -258,8 +264,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         const CUtensorMap* tma_a = &params.tma[3 * prob(cur.problem) + kTmaA];
         const CUtensorMap* tma_b = &params.tma[3 * prob(cur.problem) + kTmaB];
         const int m0 = cur.m0, n0 = cur.n0;
-        const bool clip = a_clip(m0);
-        const uint32_t tx = stage_bytes(m0, clip);
+        const bool clip = a_clip(cur.problem, m0);
+        const int m = params.problems[prob(cur.problem)].m;
+        const uint32_t tx = stage_bytes(m, m0, clip);
         const int32_t batch = cur.batch;
         for (int kb = cur.kb_begin; kb < cur.kb_end; ++kb) {
           if (kb == cur.kb_begin + 1 && u_next < units) {
@@ -278,7 +285,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
           MbarArriveExpectTx(full, tx);
           issue_loads(tma_a, tma_b, batch, m0, n0, kb, stage,
-                      cs > 1 && !(params.debug_flags & kDebugNoMulticast), clip);
+                      cs > 1 && !(params.debug_flags & kDebugNoMulticast), clip, m);
           if (++stage == stages) {
             stage = 0;
             phase ^= 1;

@@ -38,6 +38,9 @@ struct ProblemParams {
   int32_t m_clusters;  // ceil(M / (cluster_m * 128))
   int32_t n_blocks;    // ceil(N / block_n)
   float alpha, beta;
+  // Grouped launches: 1 when M is below one A box, so that this member's A map has a box of M
+  // rows and its loads stop at M (as a_clip does for single problems); 0 otherwise.
+  int32_t a_short;
   TileDivisors div;  // of m_clusters x n_blocks with the launch's group_m (scheduler.h)
 };
 

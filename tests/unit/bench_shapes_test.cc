@@ -1,0 +1,73 @@
+// CPU tests of gemm_bench's shape files: the parser (bench/bench_shapes.h) and the sets shipped
+// in bench/shapes/, so that a malformed set fails here rather than on the GPU machine.
+#include "bench_shapes.h"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace gemm::bench {
+namespace {
+
+std::string WriteTemp(const std::string& text) {
+  const std::string path = ::testing::TempDir() + "/shapes_test.txt";
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(BenchShapes, GroupLinesNumberTheGroups) {
+  auto shapes = LoadShapes(WriteTemp(
+      "# comment\n"
+      "group\n"
+      "16 4096 4096\n"
+      "8 4096 4096  # trailing comment\n"
+      "group\n"
+      "\n"
+      "1 128 256 3\n"));
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  ASSERT_EQ(shapes->size(), 3u);
+  EXPECT_EQ((*shapes)[0].group, 0);  // a leading "group" line starts group 0
+  EXPECT_EQ((*shapes)[1].group, 0);
+  EXPECT_EQ((*shapes)[2].group, 1);
+  EXPECT_EQ((*shapes)[2].batch, 3);
+  EXPECT_EQ((*shapes)[2].k, 256);
+}
+
+TEST(BenchShapes, MalformedLinesNameTheLine) {
+  auto bad = LoadShapes(WriteTemp("16 4096\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(":1:"), std::string::npos) << bad.status();
+  bad = LoadShapes(WriteTemp("1 1 1\ngroups 3 3\n"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(":2:"), std::string::npos) << bad.status();
+  EXPECT_FALSE(LoadShapes(WriteTemp("0 8 8\n")).ok());
+  EXPECT_TRUE(absl::IsNotFound(LoadShapes("/nonexistent/shapes.txt").status()));
+}
+
+TEST(BenchShapes, ShippedSetsLoad) {
+  for (const char* set : {"decode", "large", "batched", "grouped", "moe"}) {
+    auto shapes = LoadShapes(std::string(GEMM_SHAPES_DIR) + "/" + set + ".txt");
+    ASSERT_TRUE(shapes.ok()) << set << ": " << shapes.status();
+    EXPECT_FALSE(shapes->empty()) << set;
+  }
+  // The mixture-of-experts set: four groups (two Mixtral-like of 8 experts, two fine-grained of
+  // 64, at most one launch's worth each).
+  auto moe = LoadShapes(std::string(GEMM_SHAPES_DIR) + "/moe.txt");
+  ASSERT_TRUE(moe.ok());
+  int members[4] = {0, 0, 0, 0};
+  for (const Shape& s : *moe) {
+    ASSERT_GE(s.group, 0);
+    ASSERT_LT(s.group, 4);
+    ++members[s.group];
+    EXPECT_LE(s.m, 64) << "decode: every expert within one 64-row tile";
+  }
+  EXPECT_EQ(members[0], 8);
+  EXPECT_EQ(members[1], 8);
+  EXPECT_EQ(members[2], 64);
+  EXPECT_EQ(members[3], 64);
+}
+
+}  // namespace
+}  // namespace gemm::bench
