@@ -18,14 +18,14 @@ std::string WriteTemp(const std::string& text) {
 }
 
 TEST(BenchShapes, GroupLinesNumberTheGroups) {
-  auto shapes = LoadShapes(WriteTemp(
-      "# comment\n"
-      "group\n"
-      "16 4096 4096\n"
-      "8 4096 4096  # trailing comment\n"
-      "group\n"
-      "\n"
-      "1 128 256 3\n"));
+  auto shapes =
+      LoadShapes(WriteTemp("# comment\n"
+                           "group\n"
+                           "16 4096 4096\n"
+                           "8 4096 4096  # trailing comment\n"
+                           "group\n"
+                           "\n"
+                           "1 128 256 3\n"));
   ASSERT_TRUE(shapes.ok()) << shapes.status();
   ASSERT_EQ(shapes->size(), 3u);
   EXPECT_EQ((*shapes)[0].group, 0);  // a leading "group" line starts group 0
