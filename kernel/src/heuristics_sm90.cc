@@ -31,6 +31,34 @@ double TileCost(const TileConfig& cfg, double waves, int64_t k) {
   return cost;
 }
 
+// The 64-row decode tiles (64x128 while `narrow_tiles` of 64x128 fit one wave, else 64x256) of a
+// launch whose shortest K is `k`: no cluster, the pipeline depth as measured.
+TileConfig DecodeTiles(int64_t narrow_tiles, int64_t k, bool b_kn, bool fp32_out, int sm_count,
+                       int smem_limit) {
+  TileConfig best;
+  best.block_m = 64;
+  best.block_n = narrow_tiles <= sm_count ? 128 : 256;
+  best.cluster_m = 1;
+  best.group_m = 2048 / best.block_m;
+  best.stages = MaxStages(best.block_m, best.block_n, fp32_out, smem_limit);
+  // NOTE: the 64x128 tiles stream B faster through a shallower pipeline than the 8 stages that
+  // fit: 6 for B [N,K]; for B [K,N] 5 when the tail split halves each tile's K (at most half
+  // a wave of tiles), where 8 stages were slowest. Measured on H200 (gemm_bench --stages 3-8,
+  // three rounds, 8 shapes with M = 24-64, N = 4096-16384, K = 4096-28672): [N,K] best or
+  // within 0.2 us at 6 on every shape, e.g. 24x8192x28672 126.7 -> 118.7 us; [K,N] split
+  // shapes best at 5, e.g. 48x8192x8192 43.4 -> 39.4 us, 24x8192x28672 128.3 -> 120.4, but
+  // the unsplit 32x16384x8192 best at 8 (71.0 vs 73.2 at 5). 64x256 tiles stay at 4. Groups of
+  // experts agree (two experts of 1x4096x14336, split in two: kn 66.7 us at 8 stages, 65.0 at
+  // 5; nk 64.2 at both 6 and 8).
+  if (best.block_n == 128) {
+    // The tail split halves K (PlanTailSplit): at most half a wave, at least 2 x 8 K blocks.
+    const bool split = 2 * narrow_tiles <= sm_count && CeilDiv(k, 64) >= 2 * kMinSplitKBlocks;
+    const int shallow = b_kn ? (split ? 5 : best.stages) : 6;
+    best.stages = std::min(best.stages, shallow);
+  }
+  return best;
+}
+
 }  // namespace
 
 int SharedMemoryBytes(const TileConfig& cfg, bool fp32_out) {
@@ -80,26 +108,8 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
     // (fewer K pieces, so less partial exchange), else 256. Measured on H200 (gemm_bench
     // --sm90_main --tile, M in {24, 32, 48, 64}, both layouts, two runs): N=8192 64x128 faster
     // by 0-9% (8192^2 kn M=64: 0.0404 vs 0.0443 ms), N=28672 64x256 faster by 2-10%.
-    best.block_m = 64;
-    best.block_n = CeilDiv(q.n, 128) * std::max<int64_t>(q.batch, 1) <= sm_count ? 128 : 256;
-    best.cluster_m = 1;
-    best.group_m = 2048 / best.block_m;
-    best.stages = MaxStages(best.block_m, best.block_n, q.fp32_out, smem_limit);
-    // NOTE: the 64x128 tiles stream B faster through a shallower pipeline than the 8 stages that
-    // fit: 6 for B [N,K]; for B [K,N] 5 when the tail split halves each tile's K (at most half
-    // a wave of tiles), where 8 stages were slowest. Measured on H200 (gemm_bench --stages 3-8,
-    // three rounds, 8 shapes with M = 24-64, N = 4096-16384, K = 4096-28672): [N,K] best or
-    // within 0.2 us at 6 on every shape, e.g. 24x8192x28672 126.7 -> 118.7 us; [K,N] split
-    // shapes best at 5, e.g. 48x8192x8192 43.4 -> 39.4 us, 24x8192x28672 128.3 -> 120.4, but
-    // the unsplit 32x16384x8192 best at 8 (71.0 vs 73.2 at 5). 64x256 tiles stay at 4.
-    if (best.block_n == 128) {
-      const int64_t tiles = CeilDiv(q.n, 128) * std::max<int64_t>(q.batch, 1);
-      // The tail split halves K (PlanTailSplit): at most half a wave, at least 2 x 8 K blocks.
-      const bool split = 2 * tiles <= sm_count && CeilDiv(q.k, 64) >= 2 * kMinSplitKBlocks;
-      const int shallow = q.b_kn ? (split ? 5 : best.stages) : 6;
-      best.stages = std::min(best.stages, shallow);
-    }
-    return best;
+    return DecodeTiles(CeilDiv(q.n, 128) * std::max<int64_t>(q.batch, 1), q.k, q.b_kn, q.fp32_out,
+                       sm_count, smem_limit);
   }
   // NOTE: two 128-row tiles (128 < M <= 256: e.g. a coalesced batch of 9-16 decode requests) with
   // at most half a wave of 128x256 cluster tiles: 128x256 tiles in 2-CTA clusters, whose tail
@@ -159,30 +169,28 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   return best;
 }
 
-TileConfig ChooseGroupConfig(std::span<const GroupMember> members, bool fp32_out, int sm_count,
-                             int smem_limit) {
+TileConfig ChooseGroupConfig(std::span<const GroupMember> members, bool fp32_out, bool b_kn,
+                             int sm_count, int smem_limit) {
   if (members.empty()) return TileConfig{};
-  int64_t tiles = 0, narrow_tiles = 0, max_m = 0;
+  sm_count = std::max(sm_count, 2);
+  int64_t tiles = 0, narrow_tiles = 0, max_m = 0, min_k = members[0].k;
   double flops = 0, small_m_flops = 0;
   for (const GroupMember& p : members) {
     tiles += CeilDiv(p.m, 128) * CeilDiv(p.n, 128);
     narrow_tiles += CeilDiv(p.n, 128);
     max_m = std::max(max_m, p.m);
+    min_k = std::min(min_k, p.k);
     const double f = static_cast<double>(p.m) * p.n * p.k;
     flops += f;
     if (p.m <= 128) small_m_flops += f;
   }
   // NOTE: every member within one 64-row tile (mixture-of-experts decode: a few tokens per
-  // expert): the 64-row decode tiles, as for a single decode problem. Each member is one row of
-  // tiles either way, and 128-row tiles would multiply at least half zero rows.
+  // expert): the 64-row decode tiles, as for a single decode problem (the launch plans its tail
+  // split with the shortest K). Each member is one row of tiles either way, and 128-row tiles
+  // multiplied at least half zero rows: H200, gemm_bench --set moe, 0.973-0.978 -> 1.025 against
+  // cublasGemmGroupedBatchedEx.
   if (max_m <= kWideDecodeMaxRows) {
-    TileConfig cfg;
-    cfg.block_m = 64;
-    cfg.block_n = narrow_tiles <= std::max(sm_count, 2) ? 128 : 256;
-    cfg.cluster_m = 1;
-    cfg.group_m = 2048 / cfg.block_m;
-    cfg.stages = MaxStages(cfg.block_m, cfg.block_n, fp32_out, smem_limit);
-    return cfg;
+    return DecodeTiles(narrow_tiles, min_k, b_kn, fp32_out, sm_count, smem_limit);
   }
   ShapeQuery q;
   q.m = 256, q.n = members[0].n, q.k = members[0].k, q.batch = 1, q.tiles_hint = tiles;

@@ -58,7 +58,7 @@ struct GroupMember {
 
 // Picks the configuration of one grouped launch over `members` (sorted by decreasing K, then N:
 // the first member's K and N stand for the group) on a device as above.
-TileConfig ChooseGroupConfig(std::span<const GroupMember> members, bool fp32_out, int sm_count,
-                             int smem_limit);
+TileConfig ChooseGroupConfig(std::span<const GroupMember> members, bool fp32_out, bool b_kn,
+                             int sm_count, int smem_limit);
 
 }  // namespace gemm::kernel::sm90

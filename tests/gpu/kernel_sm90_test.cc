@@ -4,6 +4,7 @@
 // compute capability 9.0.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -282,9 +283,11 @@ TEST(Sm90SplitK, MatchesCublasLt) {
   }
 }
 
-// Runs `cases` as one group through GemmGrouped (kSm90) and a loop of cuBLASLt calls, and
-// checks every member; `what` names the group in failures.
-void CheckGroup(const std::vector<Case>& cases, const std::string& what) {
+// Runs `cases` as one group through GemmGrouped (kSm90, with the workspace it asks for, garbage
+// filled, twice: the second run finds the first run's split flags) and a loop of cuBLASLt calls,
+// and checks every member; `what` names the group in failures. Returns the last launch's
+// description.
+std::string CheckGroup(const std::vector<Case>& cases, const std::string& what) {
   std::vector<std::unique_ptr<Operands>> ops;
   std::vector<Problem> ours, refs;
   for (const Case& cs : cases) {
@@ -294,19 +297,30 @@ void CheckGroup(const std::vector<Case>& cases, const std::string& what) {
   }
   LaunchOptions lt;
   lt.kind = KernelKind::kCublasLt;
-  ASSERT_TRUE(GemmGrouped(refs, nullptr, lt).ok()) << what;
+  EXPECT_TRUE(GemmGrouped(refs, nullptr, lt).ok()) << what;
   LaunchOptions sm;
   sm.kind = KernelKind::kSm90;
-  absl::Status st = GemmGrouped(ours, nullptr, sm);
-  ASSERT_TRUE(st.ok()) << what << ": " << st;
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const double err = testing::DeviceRelError(ops[i]->d->get(), ops[i]->ref->get(), cases[i].dtype,
-                                               cases[i].m, cases[i].n, ops[i]->ldd, 1, ops[i]->sd);
-    EXPECT_LE(err, Tolerance(cases[i].dtype))
-        << what << ", group member " << i << ": " << Name(cases[i]) << " ("
-        << sm90::LastLaunchDescription() << ")";
+  const std::size_t ws = WorkspaceBytes(ours, KernelKind::kSm90);
+  DeviceBuffer work(std::max<std::size_t>(ws, 1));
+  cudaMemset(work.get(), 0xff, work.bytes());
+  sm.workspace = ws > 0 ? work.get() : nullptr;
+  sm.workspace_bytes = ws;
+  std::string launch;
+  for (int run = 0; run < 2; ++run) {
+    for (auto& op : ops) cudaMemset(op->d->get(), 0xff, op->d->bytes());
+    absl::Status st = GemmGrouped(ours, nullptr, sm);
+    EXPECT_TRUE(st.ok()) << what << ": " << st;
+    launch = sm90::LastLaunchDescription();
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+    for (std::size_t i = 0; i < cases.size(); ++i) {
+      const double err =
+          testing::DeviceRelError(ops[i]->d->get(), ops[i]->ref->get(), cases[i].dtype, cases[i].m,
+                                  cases[i].n, ops[i]->ldd, 1, ops[i]->sd);
+      EXPECT_LE(err, Tolerance(cases[i].dtype)) << what << ", run " << run << ", group member " << i
+                                                << ": " << Name(cases[i]) << " (" << launch << ")";
+    }
   }
+  return launch;
 }
 
 // Groups of different shapes (more than one launch's worth) against a loop of cuBLASLt calls.
@@ -354,14 +368,32 @@ TEST(Sm90Grouped, DecodeMembersMatchCublasLt) {
           o.block_m = f.block_m, o.block_n = f.block_n, o.cluster_m = f.cluster_m;
           sm90::SetTuningOverride(o);
         }
-        CheckGroup(cases,
-                   absl::StrCat("forced ", f.block_m, "x", f.block_n, " cluster ", f.cluster_m));
-        if (f.block_m == 0) {
-          EXPECT_NE(sm90::LastLaunchDescription().find("tile=64x"), std::string::npos)
-              << sm90::LastLaunchDescription();
-        }
+        const std::string launch = CheckGroup(
+            cases, absl::StrCat("forced ", f.block_m, "x", f.block_n, " cluster ", f.cluster_m));
+        if (f.block_m == 0) EXPECT_NE(launch.find("tile=64x"), std::string::npos) << launch;
         sm90::ClearTuningOverride();
       }
+    }
+  }
+}
+
+// Groups of fewer tiles than SMs split their tiles along K (planned with the shortest member's
+// K; each member splits its own K), through a workspace filled with garbage.
+TEST(Sm90Grouped, TailSplitMatchesCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  for (BLayout layout : {BLayout::kNK, BLayout::kKN}) {
+    for (DType dtype : {DType::kBF16, DType::kFP32}) {
+      // Two experts of one token (batch-1 decode of a down projection): 64 tiles of 64x128.
+      std::vector<Case> experts(2, Case{1, 4096, 14336, 1, layout, dtype});
+      std::string launch = CheckGroup(experts, "two experts");
+      EXPECT_NE(launch.find("split_k="), std::string::npos) << launch;
+      // Members of different K, edges in every dimension, alpha and beta, 128-row tiles.
+      std::vector<Case> mixed = {{100, 1000, 5000, 1, layout, dtype},
+                                 {7, 300, 1030, 1, layout, dtype, 2.0f, 0.5f},
+                                 {129, 129, 2047, 1, layout, dtype},
+                                 {1, 4096, 1024, 1, layout, dtype}};
+      launch = CheckGroup(mixed, "mixed K");
+      EXPECT_NE(launch.find("split_k="), std::string::npos) << launch;
     }
   }
 }

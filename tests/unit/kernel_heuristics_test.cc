@@ -137,16 +137,26 @@ TEST(HeuristicsSm90, ExpertDecodeGroupsGetTheDecodeTiles) {
   // Eight experts of 6-27 tokens over 28672 x 4096 weights: 64-row tiles, no cluster.
   std::vector<GroupMember> experts;
   for (int64_t m : {21, 9, 14, 27, 11, 17, 6, 23}) experts.push_back({m, 28672, 4096});
-  TileConfig cfg = ChooseGroupConfig(experts, false, kH100Sms, kSmemOptin);
+  TileConfig cfg = ChooseGroupConfig(experts, false, false, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m, 64);
   EXPECT_EQ(cfg.block_n, 256);  // 8 x 224 narrow tiles: more than one wave
   EXPECT_EQ(cfg.cluster_m, 1);
-  // Few tiles in all (8 x 32 over N = 4096, still more than the SMs; 4 x 32 within them).
+  // 4 x 32 tiles of 64x128 over N = 4096 fit one wave: 64x128, at the decode tiles' depth.
   experts.assign(4, GroupMember{16, 4096, 14336});
-  EXPECT_EQ(ChooseGroupConfig(experts, false, kH100Sms, kSmemOptin).block_n, 128);
+  cfg = ChooseGroupConfig(experts, false, false, kH100Sms, kSmemOptin);
+  EXPECT_EQ(cfg.block_n, 128);
+  EXPECT_EQ(cfg.stages, 6);
+  // Two experts over B [K,N]: 64 tiles, split in two along K by the launch: 5 stages.
+  experts.assign(2, GroupMember{1, 4096, 14336});
+  EXPECT_EQ(ChooseGroupConfig(experts, false, true, kH100Sms, kSmemOptin).stages, 5);
+  // ... unless the shortest member's K is too short to split.
+  experts.push_back({1, 4096, 512});
+  EXPECT_EQ(ChooseGroupConfig(experts, false, true, kH100Sms, kSmemOptin).stages,
+            MaxStages(64, 128, false, kSmemOptin));
+  experts.assign(4, GroupMember{16, 4096, 14336});
   // One member past 64 rows: the 128-row tiles of general groups.
   experts.push_back({65, 4096, 14336});
-  cfg = ChooseGroupConfig(experts, false, kH100Sms, kSmemOptin);
+  cfg = ChooseGroupConfig(experts, false, false, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m, 128);
   EXPECT_EQ(cfg.cluster_m, 1);  // small members carry most of the work
 }
@@ -154,7 +164,7 @@ TEST(HeuristicsSm90, ExpertDecodeGroupsGetTheDecodeTiles) {
 TEST(HeuristicsSm90, LargeGroupsKeepClusters) {
   std::vector<GroupMember> group;
   for (int64_t m : {512, 1024, 2048, 4096}) group.push_back({m, 8192, 8192});
-  const TileConfig cfg = ChooseGroupConfig(group, false, kH100Sms, kSmemOptin);
+  const TileConfig cfg = ChooseGroupConfig(group, false, false, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m, 128);  // never 256-row tiles in groups
   EXPECT_EQ(cfg.cluster_m, 2);
 }

@@ -197,7 +197,7 @@ absl::Status BuildATail(const Problem& p, int64_t batch, int64_t sa, const TileC
 }
 
 template <int P>
-cudaError_t LaunchFor(const KernelParams<P>& params, const TileConfig& cfg, DType d, BLayout layout,
+cudaError_t LaunchFor(KernelParams<P>& params, const TileConfig& cfg, DType d, BLayout layout,
                       int sm_count, cudaStream_t stream, const SplitWorkspace& ws = {}) {
   const bool f32 = d == DType::kFP32, kn = layout == BLayout::kKN;
   int grid = 0, splits = 1;
@@ -322,6 +322,57 @@ absl::StatusOr<TileConfig> ConfigFor(const StridedBatch& args, const DeviceLimit
   return cfg;
 }
 
+// NOTE: members run in order of decreasing K (then N): the persistent CTAs take tiles round by
+// round, and rounds of equal-cost tiles keep the CTAs that share a B panel in step, so the panel
+// is read from HBM once. In list order, CTAs drifted apart and re-read B (measured on H200: a
+// 64-problem group with K in {8192, 28672} ran at 0.59x a cuBLASLt loop).
+std::vector<Problem> LaunchOrder(std::span<const Problem> group) {
+  std::vector<Problem> sorted(group.begin(), group.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Problem& x, const Problem& y) {
+    return x.k != y.k ? x.k > y.k : x.n > y.n;
+  });
+  return sorted;
+}
+
+// The configuration of one grouped launch over `chunk` (heuristics, then the tuning override).
+absl::StatusOr<TileConfig> GroupConfigFor(std::span<const Problem> chunk,
+                                          const DeviceLimits& limits, int* debug_flags) {
+  std::array<GroupMember, kMaxGroupPerLaunch> members;
+  for (std::size_t i = 0; i < chunk.size(); ++i) members[i] = {chunk[i].m, chunk[i].n, chunk[i].k};
+  const bool f32 = chunk[0].d_dtype == DType::kFP32;
+  const bool kn = chunk[0].b_layout == BLayout::kKN;
+  TileConfig cfg = ApplyOverride(ChooseGroupConfig(std::span(members.data(), chunk.size()), f32, kn,
+                                                   limits.sm_count, limits.smem_optin),
+                                 debug_flags);
+  if (cfg.stages <= 0) cfg.stages = MaxStages(cfg.block_m, cfg.block_n, f32, limits.smem_optin);
+  if (!ConfigFits(cfg, f32, limits.smem_optin)) {
+    return absl::InvalidArgumentError("sm90: tuning override does not fit");
+  }
+  return cfg;
+}
+
+// Cluster tiles of `p` under `cfg`, per batch entry.
+int64_t ClusterTiles(const Problem& p, const TileConfig& cfg) {
+  const int64_t cluster_rows = int64_t{cfg.block_m} * cfg.cluster_m;
+  return (p.m + cluster_rows - 1) / cluster_rows * ((p.n + cfg.block_n - 1) / cfg.block_n);
+}
+
+// Workspace bytes the tail split of a launch of `tiles` cluster tiles whose shortest K is `k`
+// can use under `cfg`.
+int64_t SplitBytesFor(int64_t tiles, int64_t k, const TileConfig& cfg, int sm_count) {
+  const int64_t k_blocks = (k + cfg.block_k - 1) / cfg.block_k;
+  // NOTE: the launch plans over the clusters that are resident together, which the occupancy
+  // query may put below sm_count / cluster_m: size for the plan of any slot count down to half
+  // of that (the most partial slots any plan can use is one per SM).
+  const int64_t slots = sm_count / cfg.cluster_m;
+  int64_t bytes = 0;
+  for (int64_t s = slots / 2; s <= slots; ++s) {
+    bytes = std::max(bytes, SplitWorkspaceBytes(PlanTailSplit(tiles, k_blocks, s), cfg.cluster_m,
+                                                cfg.block_m, cfg.block_n));
+  }
+  return bytes;
+}
+
 }  // namespace
 
 std::size_t WorkspaceBytes(const StridedBatch& args) {
@@ -330,24 +381,32 @@ std::size_t WorkspaceBytes(const StridedBatch& args) {
   int debug_flags = 0;
   auto cfg = ConfigFor(args, *limits, &debug_flags);
   if (!cfg.ok()) return 0;
-  const Problem& p = args.problem;
-  const int64_t cluster_rows = int64_t{cfg->block_m} * cfg->cluster_m;
-  const int64_t tiles = (p.m + cluster_rows - 1) / cluster_rows *
-                        ((p.n + cfg->block_n - 1) / cfg->block_n) *
-                        std::max<int64_t>(args.batch, 1);
-  const int64_t k_blocks = (p.k + cfg->block_k - 1) / cfg->block_k;
-  // NOTE: the launch plans over the clusters that are resident together, which the occupancy
-  // query may put below sm_count / cluster_m: size for the plan of any slot count down to half
-  // of that (the most partial slots any plan can use is one per SM).
-  const int64_t slots = limits->sm_count / cfg->cluster_m;
+  const int64_t tiles = ClusterTiles(args.problem, *cfg) * std::max<int64_t>(args.batch, 1);
+  return static_cast<std::size_t>(SplitBytesFor(tiles, args.problem.k, *cfg, limits->sm_count));
+}
+
+std::size_t WorkspaceBytes(std::span<const Problem> group) {
+  auto limits = Limits();
+  if (!limits.ok() || group.empty()) return 0;
+  // The launches of a group run one after another on the caller's stream: one workspace serves
+  // them all.
+  const std::vector<Problem> sorted = LaunchOrder(group);
   int64_t bytes = 0;
-  for (int64_t s = slots / 2; s <= slots; ++s) {
-    bytes = std::max(bytes, SplitWorkspaceBytes(PlanTailSplit(tiles, k_blocks, s), cfg->cluster_m,
-                                                cfg->block_m, cfg->block_n));
+  for (std::size_t first = 0; first < sorted.size(); first += kMaxGroupPerLaunch) {
+    const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, sorted.size() - first);
+    std::span<const Problem> chunk(sorted.data() + first, count);
+    int debug_flags = 0;
+    auto cfg = GroupConfigFor(chunk, *limits, &debug_flags);
+    if (!cfg.ok()) return 0;
+    int64_t tiles = 0, k = chunk[0].k;
+    for (const Problem& p : chunk) {
+      tiles += ClusterTiles(p, *cfg);
+      k = std::min(k, p.k);
+    }
+    bytes = std::max(bytes, SplitBytesFor(tiles, k, *cfg, limits->sm_count));
   }
   return static_cast<std::size_t>(bytes);
 }
-std::size_t WorkspaceBytes(std::span<const Problem>) { return 0; }
 
 absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
   auto limits = Limits();
@@ -378,31 +437,17 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
 }
 
 absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
-                         const LaunchOptions&) {
+                         const LaunchOptions& opts) {
   auto limits = Limits();
   if (!limits.ok()) return limits.status();
-  // NOTE: members run in order of decreasing K (then N): the persistent CTAs take tiles round
-  // by round, and rounds of equal-cost tiles keep the CTAs that share a B panel in step, so the
-  // panel is read from HBM once. In list order, CTAs drifted apart and re-read B (measured on
-  // H200: a 64-problem group with K in {8192, 28672} ran at 0.59x a cuBLASLt loop).
-  std::vector<Problem> sorted(group.begin(), group.end());
-  std::stable_sort(sorted.begin(), sorted.end(), [](const Problem& x, const Problem& y) {
-    return x.k != y.k ? x.k > y.k : x.n > y.n;
-  });
+  const std::vector<Problem> sorted = LaunchOrder(group);
   for (std::size_t first = 0; first < sorted.size(); first += kMaxGroupPerLaunch) {
     const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, sorted.size() - first);
     std::span<const Problem> chunk(sorted.data() + first, count);
-    std::array<GroupMember, kMaxGroupPerLaunch> members;
-    for (std::size_t i = 0; i < count; ++i) members[i] = {chunk[i].m, chunk[i].n, chunk[i].k};
-    const bool f32 = chunk[0].d_dtype == DType::kFP32;
     int debug_flags = 0;
-    TileConfig cfg = ApplyOverride(ChooseGroupConfig(std::span(members.data(), count), f32,
-                                                     limits->sm_count, limits->smem_optin),
-                                   &debug_flags);
-    if (cfg.stages <= 0) cfg.stages = MaxStages(cfg.block_m, cfg.block_n, f32, limits->smem_optin);
-    if (!ConfigFits(cfg, f32, limits->smem_optin)) {
-      return absl::InvalidArgumentError("sm90: tuning override does not fit");
-    }
+    auto cfg_or = GroupConfigFor(chunk, *limits, &debug_flags);
+    if (!cfg_or.ok()) return cfg_or.status();
+    const TileConfig& cfg = *cfg_or;
     // NOTE: ~28 KB: on the heap, once per thread. A thread_local array would add 28 KB to the
     // static TLS of every thread of the process (libraries that start threads with small
     // stacks then fail to create them).
@@ -422,8 +467,14 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
           "sm90: ", params.total_tiles, " tiles in one grouped launch (at most 2^31 - 1)"));
     }
     params.debug_flags = debug_flags;
+    SplitWorkspace ws;
+    if (opts.workspace != nullptr && opts.workspace_bytes > 0) {
+      ws.ptr = opts.workspace;
+      ws.bytes = opts.workspace_bytes;
+      ws.epoch = NextSplitEpoch();  // per launch: a later chunk reuses the workspace
+    }
     GEMM_RETURN_IF_ERROR(CudaStatus(
-        LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits->sm_count, stream),
+        LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits->sm_count, stream, ws),
         "sm90 grouped GEMM launch"));
   }
   return absl::OkStatus();

@@ -14,10 +14,10 @@
 namespace gemm::kernel::sm90 {
 
 template <int BM, int BN, bool kF32Out, bool kBKN, int P>
-cudaError_t LaunchSm90(const KernelParams<P>& params_in, int sm_count, cudaStream_t stream,
-                       int* grid_out, const SplitWorkspace& ws, int* split_out) {
+cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t stream, int* grid_out,
+                       const SplitWorkspace& ws, int* split_out) {
   auto* kernel = &Sm90GemmKernel<BM, BN, kF32Out, kBKN, P>;
-  const int smem = SmemBytes(BM, BN, params_in.stages);
+  const int smem = SmemBytes(BM, BN, params.stages);
   int device = 0;
   cudaGetDevice(&device);
   // Raise the dynamic shared-memory limit only when this launch needs more than it was raised
@@ -34,7 +34,7 @@ cudaError_t LaunchSm90(const KernelParams<P>& params_in, int sm_count, cudaStrea
       if (device < 64) raised[device].store(smem, std::memory_order_release);
     }
   }
-  const int cs = params_in.cluster_m;
+  const int cs = params.cluster_m;
 
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute attr[1];
@@ -68,43 +68,44 @@ cudaError_t LaunchSm90(const KernelParams<P>& params_in, int sm_count, cudaStrea
     }
     max_clusters = std::min(max_clusters, cached);
   }
-  auto launch = [&](const KernelParams<P>& p, int64_t units) {
+  auto launch = [&](int64_t units) {
     const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(units, max_clusters));
     cfg.gridDim = dim3(static_cast<unsigned>(clusters * cs), 1, 1);
     if (grid_out != nullptr) *grid_out = static_cast<int>(clusters * cs);
-    return cudaLaunchKernelEx(&cfg, kernel, p);
+    return cudaLaunchKernelEx(&cfg, kernel, params);
   };
   if (split_out != nullptr) *split_out = 1;
-  // Tail split-K over the clusters that are resident together. Single-problem launches only (a
-  // grouped launch's tiles differ in K); their parameter block is small enough to copy.
-  if constexpr (P == 1) {
-    if (ws.ptr != nullptr && params_in.num_problems == 1 &&
-        !(params_in.debug_flags & kDebugNoSplit)) {
-      const int64_t k_blocks = (params_in.problems[0].k + kBlockK - 1) / kBlockK;
-      const SplitPlan plan = PlanTailSplit(params_in.total_tiles, k_blocks, max_clusters);
-      if (plan.splits > 1 && TotalUnits(plan) < kMaxTiles &&
-          SplitWorkspaceBytes(plan, cs, BM, BN) <= static_cast<int64_t>(ws.bytes)) {
-        KernelParams<P> p = params_in;
-        p.dp_tiles = plan.dp_tiles;
-        p.tail_tiles = plan.tail_tiles;
-        p.splits = plan.splits;
-        p.flags = static_cast<uint32_t*>(ws.ptr);
-        p.partials =
-            reinterpret_cast<float*>(static_cast<char*>(ws.ptr) + SplitFlagBytes(plan, cs));
-        p.epoch = ws.epoch;
-        if (split_out != nullptr) *split_out = plan.splits;
-        return launch(p, TotalUnits(plan));
-      }
+  // Tail split-K over the clusters that are resident together. A grouped launch plans with its
+  // shortest member's K, so that every piece of every tail tile gets kMinSplitKBlocks or more
+  // (each unit splits its own member's K).
+  if (ws.ptr != nullptr && !(params.debug_flags & kDebugNoSplit)) {
+    int64_t k = params.problems[0].k;
+    for (int i = 1; i < params.num_problems; ++i) {
+      k = std::min<int64_t>(k, params.problems[i].k);
+    }
+    const SplitPlan plan =
+        PlanTailSplit(params.total_tiles, (k + kBlockK - 1) / kBlockK, max_clusters);
+    if (plan.splits > 1 && TotalUnits(plan) < kMaxTiles &&
+        SplitWorkspaceBytes(plan, cs, BM, BN) <= static_cast<int64_t>(ws.bytes)) {
+      params.dp_tiles = plan.dp_tiles;
+      params.tail_tiles = plan.tail_tiles;
+      params.splits = plan.splits;
+      params.flags = static_cast<uint32_t*>(ws.ptr);
+      params.partials =
+          reinterpret_cast<float*>(static_cast<char*>(ws.ptr) + SplitFlagBytes(plan, cs));
+      params.epoch = ws.epoch;
+      if (split_out != nullptr) *split_out = plan.splits;
+      return launch(TotalUnits(plan));
     }
   }
-  return launch(params_in, params_in.total_tiles);  // split fields: no split (FinishParams)
+  return launch(params.total_tiles);  // split fields: no split (FinishParams)
 }
 
 // Explicit instantiations of LaunchSm90 for one tile shape: both output dtypes, both B layouts,
 // single-problem and grouped parameter blocks (one use per sm90_inst_*.cu).
 #define GEMM_SM90_INSTANTIATE_ONE(BM, BN, F32, KN, P)                                            \
-  template cudaError_t LaunchSm90<BM, BN, F32, KN, P>(const KernelParams<P>&, int, cudaStream_t, \
-                                                      int*, const SplitWorkspace&, int*);
+  template cudaError_t LaunchSm90<BM, BN, F32, KN, P>(KernelParams<P>&, int, cudaStream_t, int*, \
+                                                      const SplitWorkspace&, int*);
 #define GEMM_SM90_INSTANTIATE_TILE(BM, BN)                            \
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, false, false, 1)                  \
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, false, true, 1)                   \

@@ -24,12 +24,13 @@ struct SplitWorkspace {
 uint32_t NextSplitEpoch();
 
 // Launches Sm90GemmKernel<BM, BN, kF32Out, kBKN, P> over `params` (stages/cluster_m already set;
-// split fields ignored) with one CTA per SM (grid capped by how many clusters fit). Single-problem
-// launches split their last partial wave along K when `ws` holds the plan's partials and
-// kDebugNoSplit is not set. Sets the kernel's dynamic shared-memory limit first. Returns the CUDA
-// error of the attribute call or the launch; *split_out (if set) gets the K pieces per tail tile.
+// the split fields as FinishParams leaves them: no split) with one CTA per SM (grid capped by how
+// many clusters fit). The launch splits its last partial wave along K when `ws` holds the plan's
+// partials and kDebugNoSplit is not set, writing the plan into the split fields of `params`.
+// Sets the kernel's dynamic shared-memory limit first. Returns the CUDA error of the attribute
+// call or the launch; *split_out (if set) gets the K pieces per tail tile.
 template <int BM, int BN, bool kF32Out, bool kBKN, int P>
-cudaError_t LaunchSm90(const KernelParams<P>& params, int sm_count, cudaStream_t stream,
-                       int* grid_out, const SplitWorkspace& ws, int* split_out);
+cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t stream, int* grid_out,
+                       const SplitWorkspace& ws, int* split_out);
 
 }  // namespace gemm::kernel::sm90
