@@ -52,14 +52,14 @@ TEST(BenchShapes, ShippedSetsLoad) {
     ASSERT_TRUE(shapes.ok()) << set << ": " << shapes.status();
     EXPECT_FALSE(shapes->empty()) << set;
   }
-  // The mixture-of-experts set: four groups (two Mixtral-like of 8 experts, two fine-grained of
-  // 64, at most one launch's worth each).
+  // The mixture-of-experts set: six groups (two Mixtral-like of 8 experts, two fine-grained of
+  // 64, at most one launch's worth each, two batch-1 ones of 2 experts).
   auto moe = LoadShapes(std::string(GEMM_SHAPES_DIR) + "/moe.txt");
   ASSERT_TRUE(moe.ok());
-  int members[4] = {0, 0, 0, 0};
+  int members[6] = {0, 0, 0, 0, 0, 0};
   for (const Shape& s : *moe) {
     ASSERT_GE(s.group, 0);
-    ASSERT_LT(s.group, 4);
+    ASSERT_LT(s.group, 6);
     ++members[s.group];
     EXPECT_LE(s.m, 64) << "decode: every expert within one 64-row tile";
   }
@@ -67,6 +67,8 @@ TEST(BenchShapes, ShippedSetsLoad) {
   EXPECT_EQ(members[1], 8);
   EXPECT_EQ(members[2], 64);
   EXPECT_EQ(members[3], 64);
+  EXPECT_EQ(members[4], 2);
+  EXPECT_EQ(members[5], 2);
 }
 
 }  // namespace
