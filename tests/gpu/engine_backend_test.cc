@@ -192,6 +192,51 @@ TEST_F(EngineTest, GroupMixedShapesLayoutsDtypesMatchFloat64) {
   }
 }
 
+// A mixture-of-experts step: one group request whose members are a few tokens each against
+// resident experts of both layouts (one expert twice). Few tiles: the grouped launches split along
+// K through the unit's workspace.
+TEST_F(EngineTest, GroupOverResidentExpertsMatchesFloat64) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  const int64_t idle = h.PoolUsed();
+  const int64_t N = 1024, K = 4096;
+  const core::BLayout layouts[] = {core::BLayout::kNK, core::BLayout::kNK, core::BLayout::kKN};
+  std::vector<std::string> bytes;
+  std::vector<std::shared_ptr<core::ResidentMatrix>> experts;
+  for (int e = 0; e < 3; ++e) {
+    const bool kn = layouts[e] == core::BLayout::kKN;
+    bytes.push_back(RandomBf16Bytes(N * K, gen_));
+    auto m = Register(*h.backend, absl::StrCat("expert-", e), kn ? K : N, kn ? N : K, layouts[e],
+                      bytes.back());
+    ASSERT_TRUE(m.ok()) << m.status();
+    experts.push_back(*m);
+  }
+  core::GemmRequest r;
+  r.kind = core::WorkKind::kGroup;
+  const int64_t rows[] = {3, 1, 5, 2};
+  const int expert_of[] = {0, 1, 2, 0};
+  std::vector<HostOperands> ops(4);
+  for (int i = 0; i < 4; ++i) {
+    core::Problem p = MakeProblem(rows[i], N, K, layouts[expert_of[i]], core::DType::kBF16);
+    p.b_resident = experts[expert_of[i]];
+    p.b_handle = experts[expert_of[i]]->desc().handle;
+    FillRandom(p, ops[i], gen_, false);
+    r.problems.push_back(p);
+  }
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  ASSERT_EQ(res->outputs.size(), 4u);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(res->outputs[i].shape, (std::vector<int64_t>{rows[i], N})) << i;
+    EXPECT_LE(CheckEntry(r.problems[i], res->outputs[i], 0, bytes[expert_of[i]]),
+              Tolerance(core::DType::kBF16))
+        << "member " << i << " (expert " << expert_of[i] << ")";
+  }
+  r.problems.clear();
+  experts.clear();  // the last references: freed
+  EXPECT_EQ(h.PoolUsed(), idle);
+}
+
 TEST_F(EngineTest, ResidentBBothLayoutsMatchFloat64AndReleaseFreesMemory) {
   Harness h(FastOptions());
   ASSERT_NE(h.backend, nullptr);
