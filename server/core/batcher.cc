@@ -21,9 +21,11 @@
 namespace gemm::core {
 namespace {
 
-// What coalesced items must share.
+// What coalesced items must share. Expert groups (`experts`, matrix null) coalesce whatever
+// resident matrices they name: the backend stacks the rows of the problems that share one.
 struct Key {
   const ResidentMatrix* matrix = nullptr;
+  bool experts = false;
   BLayout b_layout = BLayout::kKN;
   DType out_dtype = DType::kBF16;
   uint32_t alpha_bits = 0;  // bit patterns: exact equality, NaN-safe
@@ -32,14 +34,14 @@ struct Key {
   std::string kernel;
 
   bool operator==(const Key& o) const {
-    return matrix == o.matrix && b_layout == o.b_layout && out_dtype == o.out_dtype &&
-           alpha_bits == o.alpha_bits && beta_bits == o.beta_bits && has_c == o.has_c &&
-           kernel == o.kernel;
+    return matrix == o.matrix && experts == o.experts && b_layout == o.b_layout &&
+           out_dtype == o.out_dtype && alpha_bits == o.alpha_bits && beta_bits == o.beta_bits &&
+           has_c == o.has_c && kernel == o.kernel;
   }
   template <typename H>
   friend H AbslHashValue(H h, const Key& k) {
-    return H::combine(std::move(h), k.matrix, k.b_layout, k.out_dtype, k.alpha_bits, k.beta_bits,
-                      k.has_c, k.kernel);
+    return H::combine(std::move(h), k.matrix, k.experts, k.b_layout, k.out_dtype, k.alpha_bits,
+                      k.beta_bits, k.has_c, k.kernel);
   }
 };
 
@@ -152,10 +154,17 @@ absl::Status Batcher::Impl::Submit(std::shared_ptr<WorkItem> item) {
           "the resident matrices of this request live on different devices");
     }
   }
-  e.coalescible = options_.enable_batching && options_.max_batch_rows > 1 &&
-                  req.kind == WorkKind::kSingle && req.problems.size() == 1 && p0.count == 1 &&
-                  p0.b_resident != nullptr && p0.b.empty();
-  if (e.coalescible) {
+  const bool batching = options_.enable_batching && options_.max_batch_rows > 1;
+  e.coalescible = batching && req.kind == WorkKind::kSingle && req.problems.size() == 1 &&
+                  p0.count == 1 && p0.b_resident != nullptr && p0.b.empty();
+  if (batching && IsExpertGroup(req)) {
+    e.coalescible = true;
+    e.key = Key{.experts = true,
+                .out_dtype = p0.out_dtype,
+                .alpha_bits = std::bit_cast<uint32_t>(p0.alpha),
+                .kernel = req.kernel};
+    for (const Problem& p : req.problems) e.rows += p.m;
+  } else if (e.coalescible) {
     e.key = Key{.matrix = p0.b_resident.get(),
                 .b_layout = p0.b_layout,
                 .out_dtype = p0.out_dtype,

@@ -1,6 +1,7 @@
 // Dynamic batcher: bounded priority queues of WorkItems from which backends pull Batches.
 // Requests that share a resident B (same matrix, K and output dtype, single problems) are
-// coalesced along M up to `max_batch_rows`, waiting at most `max_queue_delay` for company.
+// coalesced along M up to `max_batch_rows`, and so are expert groups (mixture-of-experts steps
+// over resident matrices), waiting at most `max_queue_delay` for company.
 // Expired requests are answered DEADLINE_EXCEEDED and cancelled ones CANCELLED without running;
 // a full queue answers UNAVAILABLE at once. Time comes from an injected Clock.
 //
@@ -10,8 +11,10 @@
 //    within a priority.
 //  - Coalescing key: a single problem (kSingle, count 1) with a resident B and no inline B;
 //    items coalesce when they share the matrix, b layout, output dtype, alpha, beta, whether C is
-//    given and the requested kernel. Everything else (inline B, batch and group requests) is a
-//    batch of one, released at once.
+//    given and the requested kernel. Expert groups (IsExpertGroup: every problem against a
+//    resident B, no C) coalesce with each other when they share output dtype, alpha and kernel,
+//    whatever matrices they name (their rows count toward `max_batch_rows` in all). Everything
+//    else (inline B, batch requests, other groups) is a batch of one, released at once.
 //  - The leader's batch gathers compatible items (same priority first, then the other) while the
 //    sum of M fits `max_batch_rows` (a leader larger than that runs alone). A batch that is not
 //    full waits until `max_queue_delay` after the leader was queued, more items arrive, or the

@@ -93,6 +93,12 @@ struct GemmRequest {
   std::vector<std::shared_ptr<const void>> regions;
 };
 
+// Whether `r` is an expert group (a mixture-of-experts step): a group whose every problem is one
+// GEMM (count 1) against a resident B, without C, all with one output dtype and one alpha.
+// Expert groups of different requests can be run together, the rows of the problems that share
+// a matrix stacked into one.
+bool IsExpertGroup(const GemmRequest& r);
+
 // One result matrix, [count,M,N] or [M,N].
 struct Output {
   std::vector<int64_t> shape;

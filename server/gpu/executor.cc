@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -54,7 +55,7 @@ struct Launch {
   std::vector<kernel::Problem> group;
 };
 
-enum class UnitShape { kStacked, kStrided, kGroup };
+enum class UnitShape { kStacked, kStrided, kGroup, kExperts };
 
 kernel::DType ToKernel(core::DType t) {
   return t == core::DType::kBF16 ? kernel::DType::kBF16 : kernel::DType::kFP32;
@@ -380,6 +381,94 @@ absl::Status PlanGroup(Unit& u, Planner& pl) {
   return absl::OkStatus();
 }
 
+// Expert groups of several requests (core::IsExpertGroup): the rows of every problem that names
+// one resident matrix, whichever request it comes from, are stacked into one member, so each
+// expert's weights are read once for all of them. One GemmGrouped per B layout over the members
+// (a lone member runs as one GEMM); each problem's rows of D go back to its own request.
+absl::Status PlanExperts(Unit& u, Planner& pl) {
+  struct Member {
+    const core::Problem* first = nullptr;
+    std::vector<std::pair<size_t, size_t>> parts;  // (item, problem)
+    int64_t rows = 0;
+  };
+  std::vector<Member> members;
+  std::map<const core::ResidentMatrix*, size_t> member_of;
+  for (size_t i = 0; i < u.items.size(); ++i) {
+    const core::GemmRequest& req = u.items[i]->request;
+    if (!core::IsExpertGroup(req)) return absl::InternalError("not an expert group");
+    u.outputs[i].resize(req.problems.size());
+    for (size_t j = 0; j < req.problems.size(); ++j) {
+      const core::Problem& p = req.problems[j];
+      auto [it, inserted] = member_of.try_emplace(p.b_resident.get(), members.size());
+      if (inserted) members.push_back(Member{.first = &p});
+      Member& m = members[it->second];
+      if (p.m < 1 || p.k != m.first->k || p.n != m.first->n || p.out_dtype != m.first->out_dtype ||
+          std::bit_cast<uint32_t>(p.alpha) != std::bit_cast<uint32_t>(m.first->alpha)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "problem ", j, " of request ", req.request_id,
+            " differs from the others on its matrix in M, K, N, output dtype or alpha"));
+      }
+      if (static_cast<int64_t>(p.a.size()) != p.m * p.k * 2) {
+        return absl::InvalidArgumentError(absl::StrCat("A of problem ", j, " has ", p.a.size(),
+                                                       " bytes, expected ", p.m * p.k * 2));
+      }
+      m.parts.emplace_back(i, j);
+      m.rows += p.m;
+    }
+  }
+  std::map<int, size_t> launch_of;  // B layout -> launch
+  for (const Member& m : members) {
+    const core::Problem& first = *m.first;
+    const int64_t K = first.k, N = first.n, es = core::DTypeBytes(first.out_dtype);
+    const int64_t lda = PitchElems(K, 2), ldd = PitchElems(N, es);
+    kernel::Problem kp;
+    void* b = nullptr;
+    int64_t stride_b = 0;
+    GPU_RETURN_IF_ERROR(pl.PlaceB(first, &b, &kp.ldb, &stride_b));
+    const int64_t off_a = pl.TakeDev(m.rows * lda * 2);
+    const int64_t off_d = pl.TakeDev(m.rows * ldd * es);
+    int64_t row = 0;
+    for (const auto& [i, j] : m.parts) {
+      const core::Problem& p = u.items[i]->request.problems[j];
+      pl.In(p.a.data(), p.a_mem, p.m, K * 2, off_a + row * lda * 2, lda * 2);
+      pl.Out(p, i, j, off_d + row * ldd * es, ldd * es, p.m, N * es);
+      core::Output out;
+      out.shape = {p.m, N};
+      out.dtype = p.out_dtype;
+      u.outputs[i][j] = std::move(out);
+      row += p.m;
+    }
+    u.batch_rows += m.rows;
+    kp.m = m.rows;
+    kp.n = N;
+    kp.k = K;
+    kp.a = pl.Ptr(off_a);
+    kp.lda = lda;
+    kp.b = b;
+    kp.b_layout = ToKernel(first.b_layout);
+    kp.d = pl.Ptr(off_d);
+    kp.ldc = kp.ldd = ldd;
+    kp.d_dtype = ToKernel(first.out_dtype);
+    kp.alpha = first.alpha;
+    kp.beta = 0.0f;
+    auto [it, inserted] = launch_of.try_emplace(static_cast<int>(first.b_layout), 0);
+    if (inserted) {
+      it->second = u.launches.size();
+      u.launches.push_back(Launch{.grouped = true});
+    }
+    u.launches[it->second].group.push_back(kp);
+  }
+  for (Launch& l : u.launches) {
+    if (l.group.size() == 1) {  // one matrix: the single-problem kernels (small-M, split-K)
+      l.grouped = false;
+      l.batch.problem = l.group[0];
+      l.batch.batch = 1;
+      l.group.clear();
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Fills the unit's plan. `measure`: first pass (base 0), also sizes the workspace.
 absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure) {
   u.ins.clear();
@@ -398,6 +487,9 @@ absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure) {
       break;
     case UnitShape::kGroup:
       st = PlanGroup(u, pl);
+      break;
+    case UnitShape::kExperts:
+      st = PlanExperts(u, pl);
       break;
   }
   GPU_RETURN_IF_ERROR(st);
@@ -579,7 +671,8 @@ void Executor::CountInFlightLocked(Unit& unit) {
 
 void Executor::RunBatch(core::Batch batch) {
   const absl::Time now = absl::Now();
-  // Coalescable items keyed by (B, dtype, scalars class, kernel); the rest run alone.
+  // Coalescable items keyed by (B, dtype, kernel), expert groups by (dtype, kernel); the rest run
+  // alone.
   std::map<std::tuple<const void*, int, std::string>, size_t> stack_of;
   std::vector<std::unique_ptr<Unit>> units;
   for (auto& item : batch.items) {
@@ -592,14 +685,16 @@ void Executor::RunBatch(core::Batch batch) {
       continue;
     }
     const bool high = item->request.priority == core::Priority::kHigh;
-    if (Coalescable(*item)) {
+    const bool experts = core::IsExpertGroup(item->request);
+    if (Coalescable(*item) || experts) {
+      // Expert groups share one unit per (dtype, kernel), whatever matrices they name.
       const core::Problem& p = item->request.problems[0];
-      auto key = std::make_tuple(static_cast<const void*>(p.b_resident.get()),
+      auto key = std::make_tuple(experts ? nullptr : static_cast<const void*>(p.b_resident.get()),
                                  static_cast<int>(p.out_dtype), item->request.kernel);
       auto [it, inserted] = stack_of.try_emplace(key, units.size());
       if (inserted) {
         auto u = std::make_unique<Unit>();
-        u->shape = UnitShape::kStacked;
+        u->shape = experts ? UnitShape::kExperts : UnitShape::kStacked;
         units.push_back(std::move(u));
       }
       Unit& u = *units[it->second];

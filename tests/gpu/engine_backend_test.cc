@@ -237,6 +237,89 @@ TEST_F(EngineTest, GroupOverResidentExpertsMatchesFloat64) {
   EXPECT_EQ(h.PoolUsed(), idle);
 }
 
+// Sixteen mixture-of-experts steps (each two of eight resident experts, both layouts, 1-3 rows)
+// handed over as one batch run as ONE unit: each expert's rows of all sixteen stacked, one
+// grouped call per layout. Every output is checked against float64 and against the same
+// request run alone.
+TEST_F(EngineTest, ExpertGroupsOfManyRequestsRunAsOneUnit) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  const int64_t idle = h.PoolUsed();
+  const int64_t N = 1024, K = 4096;
+  constexpr int kExperts = 8, kRequests = 16;
+  std::vector<std::string> bytes;
+  std::vector<std::shared_ptr<core::ResidentMatrix>> experts;
+  auto layout_of = [](int e) { return e < kExperts / 2 ? core::BLayout::kNK : core::BLayout::kKN; };
+  for (int e = 0; e < kExperts; ++e) {
+    const bool kn = layout_of(e) == core::BLayout::kKN;
+    bytes.push_back(RandomBf16Bytes(N * K, gen_));
+    auto m = Register(*h.backend, absl::StrCat("moe-", e), kn ? K : N, kn ? N : K, layout_of(e),
+                      bytes.back());
+    ASSERT_TRUE(m.ok()) << m.status();
+    experts.push_back(*m);
+  }
+  std::vector<core::GemmRequest> reqs(kRequests);
+  std::vector<std::vector<HostOperands>> ops(kRequests, std::vector<HostOperands>(2));
+  std::vector<std::vector<int>> expert_of(kRequests);
+  for (int r = 0; r < kRequests; ++r) {
+    reqs[r].request_id = absl::StrCat("step", r);
+    reqs[r].kind = core::WorkKind::kGroup;
+    const int e1 = r % kExperts,
+              e2 = (r * 3 + 1) % kExperts == e1 ? (e1 + 1) % kExperts : (r * 3 + 1) % kExperts;
+    for (int e : {e1, e2}) {
+      core::Problem p = MakeProblem(1 + r % 3, N, K, layout_of(e), core::DType::kBF16);
+      p.b_resident = experts[e];
+      p.b_handle = experts[e]->desc().handle;
+      FillRandom(p, ops[r][reqs[r].problems.size()], gen_, false);
+      reqs[r].problems.push_back(p);
+      expert_of[r].push_back(e);
+    }
+    ASSERT_TRUE(core::IsExpertGroup(reqs[r]));
+  }
+  std::vector<Outcome> together(kRequests), alone(kRequests);
+  std::vector<std::shared_ptr<core::WorkItem>> items;
+  for (int r = 0; r < kRequests; ++r) items.push_back(MakeItem(reqs[r], &together[r]));
+  PushRouted(h, items);
+  items.clear();
+  for (int r = 0; r < kRequests; ++r) PushRouted(h, {MakeItem(reqs[r], &alone[r])});
+  int64_t rows = 0;
+  for (const auto& q : reqs) {
+    for (const auto& p : q.problems) rows += p.m;
+  }
+  for (int r = 0; r < kRequests; ++r) {
+    ASSERT_TRUE(together[r].done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(alone[r].done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(together[r].result.ok()) << together[r].result.status();
+    ASSERT_TRUE(alone[r].result.ok()) << alone[r].result.status();
+    const core::GemmResult& t = *together[r].result;
+    EXPECT_EQ(t.timing.batch_requests, kRequests);
+    EXPECT_EQ(t.timing.batch_rows, rows);
+    ASSERT_EQ(t.outputs.size(), 2u);
+    for (int j = 0; j < 2; ++j) {
+      const core::Problem& p = reqs[r].problems[j];
+      EXPECT_EQ(t.outputs[j].shape, (std::vector<int64_t>{p.m, N}));
+      EXPECT_LE(CheckEntry(p, t.outputs[j], 0, bytes[expert_of[r][j]]),
+                Tolerance(core::DType::kBF16))
+          << "request " << r << " problem " << j << " (expert " << expert_of[r][j] << ")";
+      std::vector<float> a = DecodeOutput(t.outputs[j].data, false);
+      std::vector<float> b = DecodeOutput(alone[r].result->outputs[j].data, false);
+      std::vector<double> bd(b.begin(), b.end());
+      EXPECT_LE(RelativeError(a, bd), 8e-3) << "request " << r << " problem " << j;
+    }
+  }
+  absl::Duration alone_sum;
+  for (const auto& o : alone) alone_sum += o.result->timing.compute;
+  GTEST_LOG_(INFO) << "GPU compute (CUDA events): 16 expert steps as one unit "
+                   << together[0].result->timing.compute << "; run one by one " << alone_sum
+                   << " in all";
+  reqs.clear();
+  together.clear();
+  alone.clear();
+  experts.clear();  // the last references (once the units have let go of their items): freed
+  for (int i = 0; i < 100 && h.PoolUsed() != idle; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(h.PoolUsed(), idle);
+}
+
 TEST_F(EngineTest, ResidentBBothLayoutsMatchFloat64AndReleaseFreesMemory) {
   Harness h(FastOptions());
   ASSERT_NE(h.backend, nullptr);

@@ -93,6 +93,20 @@ class BatcherTest : public Test {
     return item;
   }
 
+  // An expert group: one problem of `m` rows per (m, matrix) pair (a mixture-of-experts step).
+  std::shared_ptr<WorkItem> GroupItem(
+      const std::vector<std::pair<int64_t, std::shared_ptr<const ResidentMatrix>>>& members) {
+    auto item = Item(members[0].first, members[0].second);
+    item->request.kind = WorkKind::kGroup;
+    for (size_t i = 1; i < members.size(); ++i) {
+      Problem p = item->request.problems[0];
+      p.m = members[i].first;
+      p.b_resident = members[i].second;
+      item->request.problems.push_back(std::move(p));
+    }
+    return item;
+  }
+
   Outcome& OutcomeOf(const std::shared_ptr<WorkItem>& item) {
     return *outcomes_.at(item->request.request_id);
   }
@@ -566,6 +580,83 @@ TEST_F(BatcherTest, DifferentMatricesNotCoalesced) {
   b = batcher_->Next(0);
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->items.size(), 1u);
+}
+
+TEST_F(BatcherTest, ExpertGroupsCoalesceWhateverMatricesTheyName) {
+  Batcher::Options o;
+  o.max_batch_rows = 64;
+  Make(o);
+  auto w2 = std::make_shared<TestMatrix>(std::vector<int>{-1});
+  auto w3 = std::make_shared<TestMatrix>(std::vector<int>{-1});
+  auto a = GroupItem({{1, w_}, {2, w2}});
+  auto b = GroupItem({{3, w2}, {1, w3}});
+  auto single = Item(16, w2);  // a single problem: its own key, not the experts'
+  auto c = GroupItem({{4, w3}});
+  for (auto& it : {a, b, single, c}) SubmitOk(it);
+  // Not full (11 of 64 rows): waits for company until the delay.
+  auto next = AsyncNext(0);
+  EXPECT_FALSE(Ready(next));
+  clock_.Advance(kDelay);
+  ASSERT_TRUE(Ready(next, absl::Seconds(5)));
+  std::optional<Batch> batch = next.get();
+  ASSERT_TRUE(batch.has_value());
+  ASSERT_EQ(batch->items.size(), 3u);
+  EXPECT_EQ(batch->items[0], a);
+  EXPECT_EQ(batch->items[1], b);
+  EXPECT_EQ(batch->items[2], c);
+  EXPECT_EQ(batch->rows, 11);
+  batch = batcher_->Next(0);
+  ASSERT_TRUE(batch.has_value());
+  ASSERT_EQ(batch->items.size(), 1u);
+  EXPECT_EQ(batch->items[0], single);
+}
+
+TEST_F(BatcherTest, ExpertGroupsCoalesceOnlyWhenEveryProblemIsAResidentGemm) {
+  Batcher::Options o;
+  o.max_batch_rows = 1024;
+  Make(o);
+  auto w2 = std::make_shared<TestMatrix>(std::vector<int>{-1});
+  auto plain = GroupItem({{1, w_}, {2, w2}});
+  auto plain2 = GroupItem({{5, w2}});
+  auto with_inline = GroupItem({{1, w_}, {2, nullptr}});  // one inline B
+  auto with_c = GroupItem({{1, w_}, {2, w2}});
+  with_c->request.problems[1].c = "cc";
+  auto mixed_dtype = GroupItem({{1, w_}, {2, w2}});
+  mixed_dtype->request.problems[1].out_dtype = DType::kFP32;
+  auto mixed_alpha = GroupItem({{1, w_}, {2, w2}});
+  mixed_alpha->request.problems[0].alpha = 0.5f;
+  auto fp32 = GroupItem({{1, w_}, {2, w2}});  // a different key: FP32 expert groups
+  for (auto& p : fp32->request.problems) p.out_dtype = DType::kFP32;
+  auto batched = GroupItem({{1, w_}});
+  batched->request.problems[0].count = 2;
+  for (auto& it : {plain, with_inline, with_c, mixed_dtype, mixed_alpha, fp32, batched, plain2}) {
+    SubmitOk(it);
+  }
+  batcher_->Shutdown();  // release partial batches without waiting
+  std::vector<size_t> sizes;
+  while (std::optional<Batch> b = batcher_->Next(0)) sizes.push_back(b->items.size());
+  // plain + plain2 together; every other one alone.
+  EXPECT_EQ(sizes, (std::vector<size_t>{2, 1, 1, 1, 1, 1, 1}));
+}
+
+TEST_F(BatcherTest, ExpertGroupsKeepDeviceAffinity) {
+  Make();
+  auto on0 = std::make_shared<TestMatrix>(std::vector<int>{0});
+  auto on1 = std::make_shared<TestMatrix>(std::vector<int>{1});
+  auto g0 = GroupItem({{1, on0}, {1, w_}});
+  auto g1 = GroupItem({{1, on1}});
+  auto g0b = GroupItem({{2, on0}});
+  for (auto& it : {g0, g1, g0b}) SubmitOk(it);
+  batcher_->Shutdown();
+  std::optional<Batch> b = batcher_->Next(1);
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->items.size(), 1u);
+  EXPECT_EQ(b->items[0], g1);
+  b = batcher_->Next(0);
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->items.size(), 2u);
+  EXPECT_EQ(b->items[0], g0);
+  EXPECT_EQ(b->items[1], g0b);
 }
 
 TEST_F(BatcherTest, BatchingDisabled) {
