@@ -62,6 +62,9 @@ ABSL_FLAG(std::string, client_api, "callback",
           "only: one thread per caller making blocking calls; with --rpc=stream each caller owns "
           "one GemmStream, and --streams_per_channel does not apply)");
 ABSL_FLAG(std::string, kernel, "", "GemmRequest.kernel: '' (server's choice) or a kernel name");
+ABSL_FLAG(std::string, experts, "",
+          "E:T: mixture-of-experts steps, each request a group of T problems of the drawn shape "
+          "against T of E resident experts (needs --b=resident, unary RPCs, no --shm)");
 ABSL_FLAG(bool, shm, false,
           "Pass A (and inline B) and receive D through a POSIX shared-memory region registered on "
           "each target (servers on this host only)");
@@ -184,6 +187,11 @@ absl::StatusOr<gemm::loadgen::WorkloadSpec> WorkloadFromFlags() {
   }
   w.kernel = absl::GetFlag(FLAGS_kernel);
   w.shared_memory = absl::GetFlag(FLAGS_shm);
+  if (auto s = gemm::loadgen::ParseExperts(absl::GetFlag(FLAGS_experts), &w); !s.ok()) return s;
+  if (w.experts > 0 && (w.b_source != BSource::kResident || w.streaming || w.shared_memory)) {
+    return absl::InvalidArgumentError(
+        "--experts needs --b=resident and --rpc=unary, without --shm");
+  }
   return w;
 }
 

@@ -472,7 +472,8 @@ std::string FormatJson(const Report& report) {
       ", \"rpc\": ", JsonString(w.packed ? "packed" : (w.streaming ? "stream" : "unary")),
       ", \"channels\": ", w.channels, ", \"streams_per_channel\": ", w.streams_per_channel,
       ", \"client_api\": ", JsonString(w.sync_callers ? "sync" : "callback"),
-      ", \"kernel\": ", JsonString(w.kernel), "},\n");
+      ", \"kernel\": ", JsonString(w.kernel), ", \"experts\": ", w.experts,
+      ", \"experts_per_request\": ", w.experts_per_request, "},\n");
   absl::StrAppend(&o, "  \"measurement\": {\"warmup_s\": ", JsonNumber(info.warmup_s),
                   ", \"window_s\": ", JsonNumber(info.window_s),
                   ", \"stable_windows\": ", info.stable_windows,

@@ -99,8 +99,15 @@ class Runner::Impl {
   absl::Status SetUpSharedMemory();
   // The output bytes of a response for shape `s` (from the region with --shm).
   absl::string_view OutputBytes(const Call& c, const v1::GemmResponse& resp) const;
-  // Index of the template for a shape and output slot in templates_[group].
-  int TemplateIndex(int shape, int dslot) const { return shape * d_slots_ + dslot; }
+  // Index of the template for a shape, output slot and expert draw in templates_[group].
+  int TemplateIndex(int shape, int dslot, int variant) const {
+    return (shape * d_slots_ + dslot) * variants_ + variant;
+  }
+  // --experts: whether `resp` holds one output of the shape's size per expert (else one output
+  // of the shape's response size); names what is wrong in *why.
+  bool OutputSizesOk(const Call& c, const v1::GemmResponse& resp, std::string* why) const;
+  // Checks one output's bytes `data` against the shape's sampled reference.
+  bool VerifyOutput(const ShapeData& s, absl::string_view data, std::string* why) const;
   void PrepareVerification(ShapeData& s);
   bool Verify(const Call& c, const v1::GemmResponse& resp, std::string* why) const;
   void DispatchLoop(double level);
@@ -153,6 +160,8 @@ class Runner::Impl {
   // when none is free, requests share one, which verification tolerates: same inputs).
   int d_slots_ = 1;
   std::vector<int> free_dslots_;
+  // --experts: templates per shape and output slot, each with its own draw of experts.
+  int variants_ = 1;
   // Resident handles registered: (target index, handle).
   std::vector<std::pair<int, std::string>> handles_;
   // --shm: the region and the targets it is registered on.
@@ -229,17 +238,52 @@ absl::Status Runner::Impl::Init() {
     if (absl::Status s = SetUpSharedMemory(); !s.ok()) return s;
   }
 
+  if (w.experts > 0) {
+    if (w.b_source != BSource::kResident || w.streaming || w.shared_memory ||
+        w.experts_per_request < 1 || w.experts_per_request > w.experts) {
+      return absl::InvalidArgumentError(
+          "--experts needs --b=resident, unary RPCs and no --shm, and 1 <= T <= E");
+    }
+    variants_ = 64;
+  }
   // Templates: one group for inline B, one per target for resident B (handles are per server).
   const int groups = w.b_source == BSource::kResident ? static_cast<int>(targets_.size()) : 1;
   templates_.assign(groups, {});
   for (int g = 0; g < groups; ++g) {
     for (const ShapeData& s : shapes_) {
-      std::string handle;
+      std::vector<std::string> handle_of(std::max(1, w.experts));
       if (w.b_source == BSource::kResident) {
-        absl::StatusOr<std::string> h = RegisterB(g, s);
-        if (!h.ok()) return h.status();
-        handles_.emplace_back(g, *h);
-        handle = *h;
+        for (std::string& handle : handle_of) {
+          absl::StatusOr<std::string> h = RegisterB(g, s);
+          if (!h.ok()) return h.status();
+          handles_.emplace_back(g, *h);
+          handle = *h;
+        }
+      }
+      const std::string& handle = handle_of[0];
+      if (w.experts > 0) {
+        // Each template draws its own experts (distinct within a request).
+        std::mt19937_64 draw(options_.seed ^ (0xe4e2 + templates_[g].size()));
+        for (int v = 0; v < variants_; ++v) {
+          std::vector<int> order(w.experts);
+          for (int e = 0; e < w.experts; ++e) order[e] = e;
+          std::shuffle(order.begin(), order.end(), draw);
+          v1::GemmRequest req;
+          for (int t = 0; t < w.experts_per_request; ++t) {
+            v1::Problem* p = req.mutable_group()->add_problems();
+            p->set_m(s.spec.m);
+            p->set_n(s.spec.n);
+            p->set_k(s.spec.k);
+            p->set_a(s.a);
+            p->set_b_handle(handle_of[order[t]]);
+            p->set_output_dtype(w.output_fp32 ? v1::DTYPE_FP32 : v1::DTYPE_BF16);
+          }
+          req.set_priority(w.priority_high ? v1::PRIORITY_HIGH : v1::PRIORITY_NORMAL);
+          req.set_timeout_us(w.deadline_us);
+          req.set_kernel(w.kernel);
+          templates_[g].push_back(std::move(req));
+        }
+        continue;
       }
       for (int dslot = 0; dslot < d_slots_; ++dslot) {
         v1::GemmRequest req;
@@ -387,18 +431,53 @@ void Runner::Impl::PrepareVerification(ShapeData& s) {
   }
 }
 
-bool Runner::Impl::Verify(const Call& c, const v1::GemmResponse& resp, std::string* why) const {
-  const bool fp32 = options_.workload.output_fp32;
-  if (resp.outputs_size() != 1) {
-    *why = absl::StrCat("expected 1 output, got ", resp.outputs_size());
-    return false;
-  }
+bool Runner::Impl::OutputSizesOk(const Call& c, const v1::GemmResponse& resp,
+                                 std::string* why) const {
+  const WorkloadSpec& w = options_.workload;
   const ShapeData& s = shapes_[c.shape];
-  const absl::string_view data = OutputBytes(c, resp);
-  if (static_cast<int64_t>(data.size()) != s.response_bytes) {
-    *why = absl::StrCat("output has ", data.size(), " bytes, expected ", s.response_bytes);
+  const int outputs = std::max(1, w.experts_per_request);
+  if (resp.outputs_size() != outputs) {
+    *why = absl::StrCat("expected ", outputs, " output(s), got ", resp.outputs_size());
     return false;
   }
+  if (w.experts > 0) {
+    for (int j = 0; j < outputs; ++j) {
+      const int64_t got = static_cast<int64_t>(resp.outputs(j).data().size());
+      if (got != s.response_bytes / outputs) {
+        *why = absl::StrCat("output ", j, " has ", got, " bytes, expected ",
+                            s.response_bytes / outputs);
+        return false;
+      }
+    }
+    return true;
+  }
+  const int64_t got = static_cast<int64_t>(OutputBytes(c, resp).size());
+  if (got != s.response_bytes) {
+    *why = absl::StrCat("output has ", got, " bytes, expected ", s.response_bytes);
+    return false;
+  }
+  return true;
+}
+
+bool Runner::Impl::Verify(const Call& c, const v1::GemmResponse& resp, std::string* why) const {
+  if (!OutputSizesOk(c, resp, why)) return false;
+  const ShapeData& s = shapes_[c.shape];
+  if (options_.workload.experts > 0) {
+    // Every expert holds the shape's B, so every output has the shape's reference.
+    for (int j = 0; j < resp.outputs_size(); ++j) {
+      if (!VerifyOutput(s, resp.outputs(j).data(), why)) {
+        *why = absl::StrCat("output ", j, ": ", *why);
+        return false;
+      }
+    }
+    return true;
+  }
+  return VerifyOutput(s, OutputBytes(c, resp), why);
+}
+
+bool Runner::Impl::VerifyOutput(const ShapeData& s, absl::string_view data,
+                                std::string* why) const {
+  const bool fp32 = options_.workload.output_fp32;
   for (size_t i = 0; i < s.positions.size(); ++i) {
     const int64_t pos = s.positions[i];
     double got;
@@ -432,11 +511,10 @@ void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmR
   bool verified = false, mismatch = false;
   if (ok) {
     std::string why;
-    const bool size_ok = static_cast<int64_t>(OutputBytes(*c, *resp).size()) == s.response_bytes;
+    const bool size_ok = OutputSizesOk(*c, *resp, &why);
     if (c->verify || !size_ok) {
       verified = true;
-      mismatch = s.positions.empty() ? !size_ok : !Verify(*c, *resp, &why);
-      if (!size_ok && why.empty()) why = "output size does not match the shape";
+      mismatch = !size_ok || (!s.positions.empty() && !Verify(*c, *resp, &why));
       if (mismatch && mismatch_logs_.fetch_add(1) < kMaxMismatchLogs) {
         std::fprintf(stderr, "\ngemm_loadgen: MISMATCH in %s response: %s\n", s.spec.Name().c_str(),
                      why.c_str());
@@ -599,7 +677,9 @@ void Runner::Impl::PickLocked(Call* c) {
     c->dslot = free_dslots_.back();
     free_dslots_.pop_back();
   }
-  c->tmpl = TemplateIndex(c->shape, std::max(0, c->dslot));
+  const int variant =
+      variants_ > 1 ? std::uniform_int_distribution<int>(0, variants_ - 1)(rng_) : 0;
+  c->tmpl = TemplateIndex(c->shape, std::max(0, c->dslot), variant);
   c->verify = options_.verify_fraction > 0 &&
               std::uniform_real_distribution<double>(0, 1)(rng_) < options_.verify_fraction;
   if (options_.workload.streaming) c->id = absl::StrCat(next_id_++);

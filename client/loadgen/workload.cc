@@ -1,6 +1,7 @@
 // Parsing of the workload spec, the shape mix and the sweep lists.
 #include "client/loadgen/workload.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/status/status.h"
@@ -35,11 +36,11 @@ std::string ShapeSpec::Name() const { return absl::StrCat(m, "x", n, "x", k); }
 int64_t WorkloadSpec::RequestBytes(const ShapeSpec& s) const {
   int64_t bytes = s.m * s.k * 2;
   if (b_source == BSource::kInline) bytes += s.k * s.n * 2;
-  return bytes;
+  return bytes * std::max(1, experts_per_request);
 }
 
 int64_t WorkloadSpec::ResponseBytes(const ShapeSpec& s) const {
-  return s.m * s.n * (output_fp32 ? 4 : 2);
+  return s.m * s.n * (output_fp32 ? 4 : 2) * std::max(1, experts_per_request);
 }
 
 std::string WorkloadSpec::Describe() const {
@@ -56,6 +57,7 @@ std::string WorkloadSpec::Describe() const {
     absl::StrAppend(&d, " streams/ch=", streams_per_channel);
   }
   if (deadline_us > 0) absl::StrAppend(&d, " deadline=", deadline_us, "us");
+  if (experts > 0) absl::StrAppend(&d, " experts=", experts, ":", experts_per_request);
   if (!kernel.empty()) absl::StrAppend(&d, " kernel=", kernel);
   if (shared_memory) absl::StrAppend(&d, " shm");
   return d;
@@ -226,6 +228,23 @@ absl::Status ParseRpc(absl::string_view text, WorkloadSpec* w) {
   }
   w->streaming = s != "unary";
   w->packed = s == "packed";
+  return absl::OkStatus();
+}
+
+absl::Status ParseExperts(absl::string_view text, WorkloadSpec* w) {
+  w->experts = 0;
+  w->experts_per_request = 0;
+  if (text.empty() || text == "0") return absl::OkStatus();
+  const std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  int e = 0, t = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &e) || !absl::SimpleAtoi(parts[1], &t) ||
+      e < 1 || e > 4096 || t < 1 || t > e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--experts: want E:T with 1 <= T <= E <= 4096 (experts, experts per request), got '", text,
+        "'"));
+  }
+  w->experts = e;
+  w->experts_per_request = t;
   return absl::OkStatus();
 }
 

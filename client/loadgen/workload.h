@@ -55,6 +55,11 @@ struct WorkloadSpec {
   // A (and inline B) read from, and D written into, a POSIX shared-memory region registered on
   // every target (same host only): the gRPC messages carry references, not matrices.
   bool shared_memory = false;
+  // Mixture-of-experts steps (> 0): every request is a ProblemGroup of `experts_per_request`
+  // problems of the drawn shape, each against a different one of `experts` resident matrices
+  // (the shape's B registered `experts` times). Resident B, unary RPCs, no --shm.
+  int experts = 0;
+  int experts_per_request = 0;
 
   // Bytes of one request's operands (A and inline B) for shape `s`.
   int64_t RequestBytes(const ShapeSpec& s) const;
@@ -84,5 +89,8 @@ absl::StatusOr<bool> ParsePriorityHigh(absl::string_view text);  // normal|high
 // unary|stream|packed: sets `w->streaming` and `w->packed`.
 absl::Status ParseRpc(absl::string_view text, WorkloadSpec* w);
 absl::StatusOr<bool> ParseSyncCallers(absl::string_view text);  // callback|sync
+// "E:T" (E experts, T of them per request, 1 <= T <= E) or "" / "0" (off): sets `w->experts`
+// and `w->experts_per_request`.
+absl::Status ParseExperts(absl::string_view text, WorkloadSpec* w);
 
 }  // namespace gemm::loadgen

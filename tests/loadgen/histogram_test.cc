@@ -213,6 +213,25 @@ TEST(WorkloadTest, PayloadBytes) {
   w.output_fp32 = true;
   EXPECT_EQ(w.RequestBytes(s), 2 * 4 * 2);
   EXPECT_EQ(w.ResponseBytes(s), 2 * 3 * 4);
+  // Mixture-of-experts steps: one A and one D per expert of the request.
+  ASSERT_TRUE(ParseExperts("8:2", &w).ok());
+  EXPECT_EQ(w.RequestBytes(s), 2 * 2 * 4 * 2);
+  EXPECT_EQ(w.ResponseBytes(s), 2 * 2 * 3 * 4);
+}
+
+TEST(WorkloadTest, ParsesExperts) {
+  WorkloadSpec w;
+  ASSERT_TRUE(ParseExperts("8:2", &w).ok());
+  EXPECT_EQ(w.experts, 8);
+  EXPECT_EQ(w.experts_per_request, 2);
+  EXPECT_NE(w.Describe().find("experts=8:2"), std::string::npos) << w.Describe();
+  ASSERT_TRUE(ParseExperts("", &w).ok());
+  EXPECT_EQ(w.experts, 0);
+  EXPECT_EQ(w.experts_per_request, 0);
+  ASSERT_TRUE(ParseExperts("4:4", &w).ok());
+  for (const char* bad : {"8", "8:0", "2:3", "0:0", "x:1", "8:2:1", "5000:1"}) {
+    EXPECT_FALSE(ParseExperts(bad, &w).ok()) << bad;
+  }
 }
 
 Report SampleReport() {

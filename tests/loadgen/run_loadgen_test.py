@@ -5,7 +5,7 @@ runs whose JSON, CSV and HTML reports are parsed back and checked.
   /usr/bin/python3 tests/loadgen/run_loadgen_test.py --case closed \
       --loadgen build/client/loadgen/gemm_loadgen --server build/server/gemm_server --workdir /tmp/x
 
-Cases: closed, open, verify, shm, sync, packed, stopped, interrupt.
+Cases: closed, open, verify, shm, sync, packed, stopped, interrupt, experts.
 """
 
 import argparse
@@ -321,8 +321,37 @@ def case_interrupt(a):
     check(report["points"][0]["requests_ok"] > 0, "interrupted point has no data")
 
 
+def case_experts(a):
+    # Mixture-of-experts steps: groups of 2 of 4 resident experts, every response checked (each
+    # output against the shape's reference), the experts released at the end; with the server's
+    # batching the steps are coalesced (more than one request per batch).
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        out, paths = run_loadgen(["--target=" + server.target, "--shapes=3x64x128,1x32x64",
+                                  "--b=resident", "--b_layout=nk", "--experts=4:2",
+                                  "--concurrency=8", "--verify_fraction=1"] + FAST,
+                                 a.loadgen, a.workdir, "experts")
+        with GemmClient(server.target, timeout=10) as c:
+            left = [m.name for m in c.list_matrices()]
+        bad, _ = run_loadgen(["--target=" + server.target, "--experts=4:2", "--b=inline"] + FAST,
+                             a.loadgen, a.workdir, "experts-bad")
+    check(out.returncode == 0, f"exit {out.returncode}")
+    check(not left, f"resident matrices left behind: {left}")
+    check(bad.returncode != 0 and "--experts needs --b=resident" in bad.stderr,
+          f"inline B with --experts: exit {bad.returncode}, {bad.stderr[-200:]}")
+    report, _, _ = parse_reports(paths)
+    w = report["workload"]
+    check(w["experts"] == 4 and w["experts_per_request"] == 2, f"workload {w}")
+    for p in report["points"]:
+        check_healthy_point(p)
+        check(p["verify"]["checked"] == p["requests_ok"], f"verify {p['verify']}")
+        check(p["verify"]["mismatches"] == 0, f"mismatches {p['verify']}")
+        check(p["server_timing_us"]["batch_requests"] > 1.0,
+              f"expert steps were not coalesced: {p['server_timing_us']}")
+
+
 CASES = {"closed": case_closed, "open": case_open, "verify": case_verify, "shm": case_shm,
-         "sync": case_sync, "packed": case_packed, "stopped": case_stopped, "interrupt": case_interrupt}
+         "sync": case_sync, "packed": case_packed, "stopped": case_stopped, "interrupt": case_interrupt,
+         "experts": case_experts}
 
 
 def main():
