@@ -2,7 +2,7 @@
 # Decode load (resident 8192x8192 [N,K] weight, M=16, 64 closed-loop callers, --shm, 8 channels,
 # GemmStreamPacked with one stream per channel), batching on (50 us delay) and off, ROUNDS
 # interleaved rounds (default 2) of three server settings:
-#   polled   the defaults (kernels on one compute stream, 7 ms work bound, units completed by
+#   polled   the defaults (kernels on one compute stream, 1 ms work bound, units completed by
 #            polling their last event)
 #   hostfn   the defaults with --poll_completion=false (a CUDA host function after each unit)
 #   legacy   --serial_kernels=false --max_work_in_flight_ms_per_device=0 --poll_completion=false

@@ -6,6 +6,9 @@
 # Writes loadgen JSON reports and server logs under $OUT (default /tmp/gemm-svc-bench).
 #   1. decode: resident B 8192x8192 ([N,K] weight), M=16, 64 callers, batching on vs off
 #   2. large inline: 4096^3 with A and B in every request
+#   3. moe (LOADS=moe): mixture-of-experts decode steps, each a group of 2 of 8 resident experts
+#      (one token each), Mixtral-like up (28672x4096) and down (4096x14336) projections,
+#      batching on (200 us and 50 us) vs off
 set -uo pipefail
 # EXTRA: more loadgen flags for every load, e.g. EXTRA=--shm (operands and outputs through a
 # registered shared-memory region instead of the gRPC messages).
@@ -60,5 +63,21 @@ if has_load large; then
       --verify_fraction=0.02
     stop_server large
   }
+fi
+if has_load moe; then
+  for proj in 1x28672x4096 1x4096x14336; do
+    for mode in d200 d50 off; do
+      case $mode in
+        d200) flags=() ;;
+        d50) flags=(--max_queue_delay_us=50) ;;
+        off) flags=(--batching=false) ;;
+      esac
+      start_server "moe-$proj-$mode" "${flags[@]}" && {
+        loadgen "moe-$proj-$mode" --shapes=$proj --b=resident --b_layout=nk --experts=8:2 \
+          --concurrency=64 --verify_fraction=0.01
+        stop_server "moe-$proj-$mode"
+      }
+    done
+  done
 fi
 echo "gpu_service_bench: done"

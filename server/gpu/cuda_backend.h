@@ -36,7 +36,7 @@ struct CudaBackendOptions {
   int max_units_in_flight_per_device = 0;
   // A GPU's launch threads pull more work only while its estimated GPU work in flight is under
   // this many milliseconds (0: no bound). Default 7.
-  double max_work_in_flight_ms_per_device = 7;
+  double max_work_in_flight_ms_per_device = 1;
   // Submit a unit's contiguous copies to and from pinned host memory (staging, registered shared
   // memory) with one cudaMemcpyBatchAsync call each way (else one cudaMemcpy2DAsync per copy).
   // Default true.

@@ -51,10 +51,11 @@ class Executor {
     int max_in_flight = 0;
     // A launch thread pulls the next batch only while the GPU work in flight on the device (units
     // pulled and not completed, each estimated from its FLOPs and bytes at the device's peak
-    // rates) is under this many microseconds, and one thread at a time. Keeps a few large units
-    // per GPU (the rest waits in the shared queue for whichever GPU frees up first) while small
-    // ones stay effectively unbounded. 0: no bound.
-    double max_work_in_flight_us = 7000;
+    // rates) is under this many microseconds or fewer than two units are in flight, and one
+    // thread at a time. Keeps a few large units per GPU (the rest waits in the shared queue for
+    // whichever GPU frees up first, and for company to batch with) while small ones stay
+    // effectively unbounded. 0: no bound.
+    double max_work_in_flight_us = 1000;
     // Every unit's kernels on the device's one compute stream (per priority), in order, while
     // copies stay on the unit's stream: kernels never share the GPU with each other (a
     // persistent kernel sized for all SMs does not wait for half of them), copies overlap them.
