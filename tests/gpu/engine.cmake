@@ -6,7 +6,8 @@ if(TARGET gemm_gpu_backend)
   target_link_libraries(engine_gpu_tests PRIVATE gemm_gpu_backend gemm_core gemm_common
                                                  absl::random_random absl::synchronization
                                                  GTest::gtest_main)
-  gtest_discover_tests(engine_gpu_tests DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 600)
+  gtest_discover_tests(engine_gpu_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+                       PROPERTIES TIMEOUT 600)
 
   if(EXISTS ${PROJECT_SOURCE_DIR}/tests/integration/server_process.h)
     # gemm_test_server_process is defined by tests/integration/integration.cmake.
@@ -16,7 +17,7 @@ if(TARGET gemm_gpu_backend)
     target_link_libraries(engine_gpu_service_tests PRIVATE gemm_test_server_process
                           gemm_gpu_backend gemm_common absl::random_random absl::synchronization
                           GTest::gtest_main)
-    gtest_discover_tests(engine_gpu_service_tests DISCOVERY_MODE PRE_TEST
+    gtest_discover_tests(engine_gpu_service_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
                          PROPERTIES TIMEOUT 600)
   endif()
 endif()

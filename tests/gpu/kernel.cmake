@@ -10,5 +10,5 @@ if(GEMM_HAVE_CUDA)
   target_include_directories(kernel_gpu_tests PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../../kernel/src)
   target_link_libraries(kernel_gpu_tests PRIVATE gemm_kernel CUDA::cudart absl::strings
                                                  GTest::gtest_main)
-  gtest_discover_tests(kernel_gpu_tests DISCOVERY_MODE PRE_TEST)
+  gtest_discover_tests(kernel_gpu_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60)
 endif()
