@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
@@ -653,7 +653,9 @@ double Executor::EstimateUs(const Unit& unit) const {
   // items and expert groups stack their rows on it). Counted per item, a coalesced decode batch
   // of 17 looked 17 times its cost, and a 1 ms bound held the decode load back (H200: 64k
   // against 82k req/s).
-  absl::flat_hash_set<const core::ResidentMatrix*> resident;
+  // (Runs under the executor's lock: a linear search over an inline vector, no allocation for up
+  // to 16 distinct matrices.)
+  absl::InlinedVector<const core::ResidentMatrix*, 16> resident;
   for (const auto& item : unit.items) {
     for (const core::Problem& p : item->request.problems) {
       const double count = static_cast<double>(p.count);
@@ -663,7 +665,10 @@ double Executor::EstimateUs(const Unit& unit) const {
       flops += 2 * m * n * k * count;
       bytes += count * (2 * m * k + out * m * n);
       if (p.b_resident != nullptr) {
-        if (resident.insert(p.b_resident.get()).second) bytes += 2 * k * n;
+        if (std::find(resident.begin(), resident.end(), p.b_resident.get()) == resident.end()) {
+          resident.push_back(p.b_resident.get());
+          bytes += 2 * k * n;
+        }
       } else {
         // B once per entry only when each entry has its own (inline, not shared).
         bytes += 2 * k * n * (p.b_shared ? 1 : count);
