@@ -56,13 +56,14 @@ for tool in memcheck racecheck; do
     report "$name" $?
   fi
   # The engine: inline and resident requests of both layouts, groups of mixed shapes, copies in
-  # and out of the pools, coalesced batches (memcheck also checks for leaks at exit).
+  # and out of the pools, coalesced batches with and without C, expert groups (memcheck also
+  # checks for leaks at exit).
   if command -v engine_gpu_tests >/dev/null; then
     name=$tool-engine
     extra=()
     [ $tool = memcheck ] && extra=(--leak-check full)
     timeout 300 compute-sanitizer --tool $tool "${extra[@]}" engine_gpu_tests \
-      --gtest_filter='EngineTest.SingleAndBatchInline*:EngineTest.GroupMixedShapes*:EngineTest.ResidentBBothLayouts*:EngineTest.CoalescedBatch*' \
+      --gtest_filter='EngineTest.SingleAndBatchInline*:EngineTest.GroupMixedShapes*:EngineTest.ResidentBBothLayouts*:EngineTest.CoalescedBatch*:EngineTest.StackedItems*:EngineTest.*Experts*' \
       >"$OUT/$name.log" 2>&1
     report "$name" $?
   fi

@@ -67,6 +67,9 @@ ABSL_FLAG(int32_t, launch_threads_per_device, 4,
 ABSL_FLAG(bool, batched_copies, true,
           "CUDA: submit a unit's contiguous copies to and from pinned host memory with one "
           "cudaMemcpyBatchAsync call each way instead of one call per copy.");
+ABSL_FLAG(bool, merge_copies, true,
+          "CUDA: copy a coalesced unit's stacked rows to and from staging as one copy each way "
+          "wherever they lie back to back on both sides, instead of one copy per request.");
 ABSL_FLAG(int32_t, completion_threads_per_device, 8,
           "CUDA: threads per GPU that complete finished work and answer the requests.");
 ABSL_FLAG(bool, serial_kernels, true,
@@ -147,6 +150,7 @@ Options OptionsFromFlags() {
   o.cuda.launch_threads_per_device = absl::GetFlag(FLAGS_launch_threads_per_device);
   o.cuda.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);
   o.cuda.batched_copies = absl::GetFlag(FLAGS_batched_copies);
+  o.cuda.merge_copies = absl::GetFlag(FLAGS_merge_copies);
   o.cuda.serial_kernels = absl::GetFlag(FLAGS_serial_kernels);
   o.cuda.poll_completion = absl::GetFlag(FLAGS_poll_completion);
   o.cuda.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);

@@ -25,6 +25,29 @@ absl::Status EnqueueOne(const Copy2D& c, cudaMemcpyKind kind, cudaStream_t strea
 
 }  // namespace
 
+size_t MergeAdjacentCopies(std::vector<Copy2D>& copies) {
+  size_t out = 0;
+  for (size_t i = 0; i < copies.size(); ++i) {
+    const Copy2D& c = copies[i];
+    if (out > 0) {
+      Copy2D& prev = copies[out - 1];
+      const size_t bytes = prev.width * prev.rows;
+      if (bytes != 0 && Contiguous(prev) && Contiguous(c) && c.width * c.rows != 0 &&
+          static_cast<const char*>(c.src) == static_cast<const char*>(prev.src) + bytes &&
+          static_cast<char*>(c.dst) == static_cast<char*>(prev.dst) + bytes) {
+        prev.width = bytes + c.width * c.rows;
+        prev.rows = 1;
+        prev.spitch = prev.dpitch = prev.width;
+        continue;
+      }
+    }
+    copies[out++] = c;
+  }
+  const size_t merged = copies.size() - out;
+  copies.resize(out);
+  return merged;
+}
+
 absl::Status EnqueueCopies(std::span<const Copy2D> copies, cudaMemcpyKind kind, cudaStream_t stream,
                            bool batched) {
   auto batchable = [](const Copy2D& c) { return c.width * c.rows != 0 && Contiguous(c); };

@@ -35,12 +35,15 @@ struct CudaBackendOptions {
   // (0: no bound); keeps work in the shared queue, where the least busy GPU takes it.
   int max_units_in_flight_per_device = 0;
   // A GPU's launch threads pull more work only while its estimated GPU work in flight is under
-  // this many milliseconds (0: no bound). Default 7.
+  // this many milliseconds (0: no bound). Default 1.
   double max_work_in_flight_ms_per_device = 1;
   // Submit a unit's contiguous copies to and from pinned host memory (staging, registered shared
   // memory) with one cudaMemcpyBatchAsync call each way (else one cudaMemcpy2DAsync per copy).
   // Default true.
   bool batched_copies = true;
+  // Merge copies that continue one another on both sides (a coalesced unit's rows through
+  // staging) into one copy each. Default true.
+  bool merge_copies = true;
   // Every unit's kernels on one compute stream per GPU and priority; copies overlap them on the
   // other streams. Default true.
   bool serial_kernels = true;

@@ -132,6 +132,8 @@ class Planner {
     return off;
   }
   void* Ptr(int64_t off) const { return reinterpret_cast<void*>(base_ + off); }
+  // The offset of a pointer made by Ptr().
+  int64_t Offset(const void* ptr) const { return reinterpret_cast<uintptr_t>(ptr) - base_; }
   // `where`: where `host` lives (page-locked shared memory is copied in place).
   void In(const char* host, core::HostMemory where, int64_t rows, int64_t row_bytes,
           int64_t dev_off, int64_t dpitch) {
@@ -251,89 +253,123 @@ class Planner {
   int64_t stage_ = 0;
 };
 
-// Items that share a resident B (same K, N, dtype, scalars or not) stacked along M.
-absl::Status PlanStacked(Unit& u, Planner& pl) {
-  const core::Problem& first = u.items[0]->request.problems[0];
-  const int64_t K = first.k, N = first.n;
-  const int64_t es = core::DTypeBytes(first.out_dtype);
-  void* b = nullptr;
-  int64_t ldb = 0, stride_b = 0;
-  GPU_RETURN_IF_ERROR(pl.PlaceB(first, &b, &ldb, &stride_b));
-  const int64_t lda = PitchElems(K, 2), ldd = PitchElems(N, es);
+// One problem's rows in a stack: problem `output` of item `item`.
+struct StackPart {
+  size_t item = 0, output = 0;
+};
+
+// Rows of several problems against one B, laid out one after another along M.
+struct Stack {
+  kernel::Problem whole;               // all the rows as one GEMM (scalars of the first part)
+  std::vector<kernel::Problem> parts;  // one per part, into the same buffers
+  bool uniform = true;                 // every part has the first part's alpha and beta
+};
+
+// Stacks the A (and C, where a part has one) rows of `parts`, all M x K against the B of the
+// first part (placed once), and hands each part's rows of D back to its own (item, output). The
+// callers check that the parts agree in K, N, output dtype and B layout.
+absl::StatusOr<Stack> StackRows(Unit& u, Planner& pl, std::span<const StackPart> parts) {
+  const core::Problem& first = u.items[parts[0].item]->request.problems[parts[0].output];
+  const int64_t K = first.k, N = first.n, es = core::DTypeBytes(first.out_dtype);
+  const auto beta_of = [](const core::Problem& p) { return p.c.empty() ? 0.0f : p.beta; };
   int64_t rows = 0;
-  bool any_c = false, uniform = true;
-  for (const auto& item : u.items) {
-    const core::Problem& p = item->request.problems[0];
-    if (p.k != K || p.n != N || p.out_dtype != first.out_dtype || p.b_layout != first.b_layout ||
-        p.count != 1 || p.m < 1) {
-      return absl::InternalError("stacked items differ in K, N, dtype, layout or count");
-    }
+  bool any_c = false;
+  Stack s;
+  for (const StackPart& part : parts) {
+    const core::Problem& p = u.items[part.item]->request.problems[part.output];
     if (static_cast<int64_t>(p.a.size()) != p.m * K * 2) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("A has ", p.a.size(), " bytes, expected ", p.m * K * 2));
+      return absl::InvalidArgumentError(absl::StrCat("A of problem ", part.output, " has ",
+                                                     p.a.size(), " bytes, expected ", p.m * K * 2));
     }
-    const float beta = p.c.empty() ? 0.0f : p.beta;
-    const float beta0 = first.c.empty() ? 0.0f : first.beta;
-    if (beta != 0.0f) {
+    if (beta_of(p) != 0.0f) {
       any_c = true;
       if (static_cast<int64_t>(p.c.size()) != p.m * N * es) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("C has ", p.c.size(), " bytes, expected ", p.m * N * es));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "C of problem ", part.output, " has ", p.c.size(), " bytes, expected ", p.m * N * es));
       }
     }
-    if (p.alpha != first.alpha || beta != beta0) uniform = false;
+    if (std::bit_cast<uint32_t>(p.alpha) != std::bit_cast<uint32_t>(first.alpha) ||
+        beta_of(p) != beta_of(first)) {
+      s.uniform = false;
+    }
     rows += p.m;
   }
-  u.batch_rows = rows;
-  const int64_t off_a = pl.TakeDev(rows * lda * 2);
-  const int64_t off_c = any_c ? pl.TakeDev(rows * ldd * es) : -1;
-  const int64_t off_d = pl.TakeDev(rows * ldd * es);
-  std::vector<kernel::Problem> per_item;
+  kernel::Problem kp;
+  void* b = nullptr;
+  int64_t stride_b = 0;
+  GPU_RETURN_IF_ERROR(pl.PlaceB(first, &b, &kp.ldb, &stride_b));
+  kp.n = N;
+  kp.k = K;
+  kp.b = b;
+  kp.b_layout = ToKernel(first.b_layout);
+  kp.lda = PitchElems(K, 2);
+  kp.ldc = kp.ldd = PitchElems(N, es);
+  kp.d_dtype = ToKernel(first.out_dtype);
+  const int64_t row_a = kp.lda * 2, row_d = kp.ldd * es;
+  const int64_t off_a = pl.TakeDev(rows * row_a);
+  const int64_t off_c = any_c ? pl.TakeDev(rows * row_d) : -1;
+  const int64_t off_d = pl.TakeDev(rows * row_d);
+  s.parts.reserve(parts.size());
   int64_t row = 0;
-  for (size_t i = 0; i < u.items.size(); ++i) {
-    const core::Problem& p = u.items[i]->request.problems[0];
-    const float beta = p.c.empty() ? 0.0f : p.beta;
-    pl.In(p.a.data(), p.a_mem, p.m, K * 2, off_a + row * lda * 2, lda * 2);
-    if (beta != 0.0f) {
-      pl.In(p.c.data(), p.c_mem, p.m, N * es, off_c + row * ldd * es, ldd * es);
-    }
-    pl.Out(p, i, 0, off_d + row * ldd * es, ldd * es, p.m, N * es);
-    core::Output out;
-    out.shape = {p.m, N};
-    out.dtype = p.out_dtype;
-    u.outputs[i] = {std::move(out)};
-    kernel::Problem kp;
-    kp.m = p.m;
-    kp.n = N;
-    kp.k = K;
-    kp.a = pl.Ptr(off_a + row * lda * 2);
-    kp.lda = lda;
-    kp.b = b;
-    kp.ldb = ldb;
-    kp.b_layout = ToKernel(p.b_layout);
-    kp.c = beta != 0.0f ? pl.Ptr(off_c + row * ldd * es) : nullptr;
-    kp.ldc = ldd;
-    kp.d = pl.Ptr(off_d + row * ldd * es);
-    kp.ldd = ldd;
-    kp.d_dtype = ToKernel(p.out_dtype);
-    kp.alpha = p.alpha;
-    kp.beta = beta;
-    per_item.push_back(kp);
+  for (const StackPart& part : parts) {
+    const core::Problem& p = u.items[part.item]->request.problems[part.output];
+    kernel::Problem& pp = s.parts.emplace_back(kp);
+    pp.m = p.m;
+    pp.a = pl.Ptr(off_a + row * row_a);
+    pp.beta = beta_of(p);
+    if (pp.beta != 0.0f) pp.c = pl.Ptr(off_c + row * row_d);
+    pp.d = pl.Ptr(off_d + row * row_d);
+    pp.alpha = p.alpha;
+    auto& outs = u.outputs[part.item];
+    if (outs.size() <= part.output) outs.resize(part.output + 1);
+    outs[part.output] = core::Output{.shape = {p.m, N}, .dtype = p.out_dtype};
     row += p.m;
   }
+  // The copies operand by operand, so the parts' rows lie back to back in staging as on the
+  // device and each operand's copies merge into one (MergeAdjacentCopies).
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const core::Problem& p = u.items[parts[i].item]->request.problems[parts[i].output];
+    pl.In(p.a.data(), p.a_mem, p.m, K * 2, pl.Offset(s.parts[i].a), row_a);
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const core::Problem& p = u.items[parts[i].item]->request.problems[parts[i].output];
+    if (s.parts[i].c != nullptr)
+      pl.In(p.c.data(), p.c_mem, p.m, N * es, pl.Offset(s.parts[i].c), row_d);
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const core::Problem& p = u.items[parts[i].item]->request.problems[parts[i].output];
+    pl.Out(p, parts[i].item, parts[i].output, pl.Offset(s.parts[i].d), row_d, p.m, N * es);
+  }
+  // NOTE: the point of stacking: one GEMM with M = the sum of the parts' M reads B once for all.
+  s.whole = s.parts[0];
+  s.whole.m = rows;
+  s.whole.c = any_c ? pl.Ptr(off_c) : nullptr;
+  u.batch_rows += rows;
+  return s;
+}
+
+// Items that share a resident B (same K, N, dtype, scalars or not) stacked along M: one GEMM, or
+// one grouped call over the items where their alpha or beta differ.
+absl::Status PlanStacked(Unit& u, Planner& pl) {
+  const core::Problem& first = u.items[0]->request.problems[0];
+  absl::InlinedVector<StackPart, 16> parts;
+  for (size_t i = 0; i < u.items.size(); ++i) {
+    const core::Problem& p = u.items[i]->request.problems[0];
+    if (p.k != first.k || p.n != first.n || p.out_dtype != first.out_dtype ||
+        p.b_layout != first.b_layout || p.count != 1 || p.m < 1) {
+      return absl::InternalError("stacked items differ in K, N, dtype, layout or count");
+    }
+    parts.push_back({i, 0});
+  }
+  absl::StatusOr<Stack> s = StackRows(u, pl, parts);
+  if (!s.ok()) return s.status();
   Launch l;
-  if (uniform) {
-    // NOTE: the whole point of coalescing: one GEMM with M = sum of the items' M, so B is read
-    // once for all of them.
-    l.batch.problem = per_item[0];
-    l.batch.problem.m = rows;
-    l.batch.problem.a = pl.Ptr(off_a);
-    l.batch.problem.c = any_c ? pl.Ptr(off_c) : nullptr;
-    l.batch.problem.d = pl.Ptr(off_d);
+  if (s->uniform) {
+    l.batch.problem = s->whole;
     l.batch.batch = 1;
   } else {
     l.grouped = true;
-    l.group = std::move(per_item);
+    l.group = std::move(s->parts);
   }
   u.launches.push_back(std::move(l));
   return absl::OkStatus();
@@ -389,15 +425,13 @@ absl::Status PlanGroup(Unit& u, Planner& pl) {
 absl::Status PlanExperts(Unit& u, Planner& pl) {
   struct Member {
     const core::Problem* first = nullptr;
-    std::vector<std::pair<size_t, size_t>> parts;  // (item, problem)
-    int64_t rows = 0;
+    std::vector<StackPart> parts;
   };
   std::vector<Member> members;
   std::map<const core::ResidentMatrix*, size_t> member_of;
   for (size_t i = 0; i < u.items.size(); ++i) {
     const core::GemmRequest& req = u.items[i]->request;
     if (!core::IsExpertGroup(req)) return absl::InternalError("not an expert group");
-    u.outputs[i].resize(req.problems.size());
     for (size_t j = 0; j < req.problems.size(); ++j) {
       const core::Problem& p = req.problems[j];
       auto [it, inserted] = member_of.try_emplace(p.b_resident.get(), members.size());
@@ -409,55 +443,19 @@ absl::Status PlanExperts(Unit& u, Planner& pl) {
             "problem ", j, " of request ", req.request_id,
             " differs from the others on its matrix in M, K, N, output dtype or alpha"));
       }
-      if (static_cast<int64_t>(p.a.size()) != p.m * p.k * 2) {
-        return absl::InvalidArgumentError(absl::StrCat("A of problem ", j, " has ", p.a.size(),
-                                                       " bytes, expected ", p.m * p.k * 2));
-      }
-      m.parts.emplace_back(i, j);
-      m.rows += p.m;
+      m.parts.push_back({i, j});
     }
   }
   std::map<int, size_t> launch_of;  // B layout -> launch
   for (const Member& m : members) {
-    const core::Problem& first = *m.first;
-    const int64_t K = first.k, N = first.n, es = core::DTypeBytes(first.out_dtype);
-    const int64_t lda = PitchElems(K, 2), ldd = PitchElems(N, es);
-    kernel::Problem kp;
-    void* b = nullptr;
-    int64_t stride_b = 0;
-    GPU_RETURN_IF_ERROR(pl.PlaceB(first, &b, &kp.ldb, &stride_b));
-    const int64_t off_a = pl.TakeDev(m.rows * lda * 2);
-    const int64_t off_d = pl.TakeDev(m.rows * ldd * es);
-    int64_t row = 0;
-    for (const auto& [i, j] : m.parts) {
-      const core::Problem& p = u.items[i]->request.problems[j];
-      pl.In(p.a.data(), p.a_mem, p.m, K * 2, off_a + row * lda * 2, lda * 2);
-      pl.Out(p, i, j, off_d + row * ldd * es, ldd * es, p.m, N * es);
-      core::Output out;
-      out.shape = {p.m, N};
-      out.dtype = p.out_dtype;
-      u.outputs[i][j] = std::move(out);
-      row += p.m;
-    }
-    u.batch_rows += m.rows;
-    kp.m = m.rows;
-    kp.n = N;
-    kp.k = K;
-    kp.a = pl.Ptr(off_a);
-    kp.lda = lda;
-    kp.b = b;
-    kp.b_layout = ToKernel(first.b_layout);
-    kp.d = pl.Ptr(off_d);
-    kp.ldc = kp.ldd = ldd;
-    kp.d_dtype = ToKernel(first.out_dtype);
-    kp.alpha = first.alpha;
-    kp.beta = 0.0f;
-    auto [it, inserted] = launch_of.try_emplace(static_cast<int>(first.b_layout), 0);
+    absl::StatusOr<Stack> s = StackRows(u, pl, m.parts);
+    if (!s.ok()) return s.status();
+    auto [it, inserted] = launch_of.try_emplace(static_cast<int>(m.first->b_layout), 0);
     if (inserted) {
       it->second = u.launches.size();
       u.launches.push_back(Launch{.grouped = true});
     }
-    u.launches[it->second].group.push_back(kp);
+    u.launches[it->second].group.push_back(s->whole);
   }
   for (Launch& l : u.launches) {
     if (l.group.size() == 1) {  // one matrix: the single-problem kernels (small-M, split-K)
@@ -925,6 +923,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   }
   // Pageable memory (the direct path) keeps one call per copy.
   const bool batched = config_.batched_copies && !u->direct;
+  if (config_.merge_copies) MergeAdjacentCopies(copies);
   if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyHostToDevice, stream, batched);
   Mark(Phase::kH2D, &mark);
   {
@@ -995,6 +994,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
                       static_cast<size_t>(o.dpitch), static_cast<size_t>(o.row_bytes),
                       static_cast<size_t>(o.rows)});
   }
+  if (config_.merge_copies) MergeAdjacentCopies(copies);
   if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyDeviceToHost, stream, batched);
   record(3, stream);
   if (!st.ok()) u->timed = false;

@@ -63,6 +63,9 @@ class Executor {
     // Completion by polling each unit's last event on a thread of its own (EventWatcher) instead
     // of a CUDA host function enqueued after the unit's work.
     bool poll_completion = true;
+    // Copies that continue one another on both sides (a coalesced unit's stacked rows through
+    // staging) go out as one copy (MergeAdjacentCopies).
+    bool merge_copies = true;
   };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.

@@ -364,6 +364,57 @@ TEST_F(EngineTest, ResidentBBothLayoutsMatchFloat64AndReleaseFreesMemory) {
   }
 }
 
+// Items stacked on one resident B with C: one GEMM when they share alpha and beta, one grouped
+// call over the items when they do not (some with C, some without). Every item against float64.
+TEST_F(EngineTest, StackedItemsWithCAndMixedScalarsMatchFloat64) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  const int64_t K = 200, N = 90;  // N*2 = 180 bytes: pitched rows of B [K,N], C and D
+  const std::vector<int64_t> ms = {3, 17, 1, 64, 9};
+  for (core::BLayout layout : {core::BLayout::kKN, core::BLayout::kNK}) {
+    const int64_t rows = layout == core::BLayout::kKN ? K : N;
+    const int64_t cols = layout == core::BLayout::kKN ? N : K;
+    const std::string w = RandomBf16Bytes(rows * cols, gen_);
+    auto m =
+        Register(*h.backend, absl::StrCat("wc-", core::BLayoutName(layout)), rows, cols, layout, w);
+    ASSERT_TRUE(m.ok()) << m.status();
+    for (core::DType dt : {core::DType::kBF16, core::DType::kFP32}) {
+      for (bool mixed : {false, true}) {
+        SCOPED_TRACE(absl::StrCat("layout=", core::BLayoutName(layout),
+                                  " dtype=", core::DTypeName(dt), " mixed=", mixed));
+        std::vector<HostOperands> ops(ms.size());
+        std::vector<core::Problem> ps;
+        std::vector<Outcome> outs(ms.size());
+        std::vector<std::shared_ptr<core::WorkItem>> items;
+        for (size_t i = 0; i < ms.size(); ++i) {
+          core::Problem p = MakeProblem(ms[i], N, K, layout, dt);
+          p.b_resident = *m;
+          p.b_handle = (*m)->desc().handle;
+          const bool with_c = !mixed || i % 2 == 0;
+          p.alpha = mixed ? 0.25f * static_cast<float>(i + 1) : 0.5f;
+          p.beta = with_c ? -1.0f : 0.0f;
+          FillRandom(p, ops[i], gen_, with_c);
+          core::GemmRequest r;
+          r.request_id = absl::StrCat("s", i);
+          r.problems = {p};
+          ps.push_back(p);
+          items.push_back(MakeItem(std::move(r), &outs[i]));
+        }
+        PushRouted(h, std::move(items));
+        for (size_t i = 0; i < ms.size(); ++i) {
+          ASSERT_TRUE(outs[i].done.WaitForNotificationWithTimeout(kWait));
+          ASSERT_TRUE(outs[i].result.ok()) << outs[i].result.status();
+          const core::GemmResult& res = *outs[i].result;
+          EXPECT_EQ(res.timing.batch_requests, static_cast<int>(ms.size()));
+          ASSERT_EQ(res.outputs.size(), 1u);
+          EXPECT_EQ(res.outputs[0].shape, (std::vector<int64_t>{ms[i], N}));
+          EXPECT_LE(CheckEntry(ps[i], res.outputs[0], 0, w), Tolerance(dt)) << "item " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(EngineTest, CoalescedBatchOnResident8192EqualsPerItemResults) {
   Harness h(FastOptions());
   ASSERT_NE(h.backend, nullptr);
