@@ -61,6 +61,10 @@ ABSL_FLAG(int64_t, staging_slab_bytes, int64_t{512} << 20,
 ABSL_FLAG(int32_t, host_copy_threads, 8,
           "CUDA: threads that copy request bytes into staging and results out of it, shared by "
           "the GPUs; 0 copies on each GPU's own executor threads.");
+ABSL_FLAG(int64_t, host_copy_chunk_bytes, int64_t{1} << 20,
+          "CUDA: the smallest piece a host copy (request bytes into staging, results out of it) "
+          "is cut into for the host copy threads; a copy under two pieces runs on the calling "
+          "thread alone.");
 ABSL_FLAG(int32_t, streams_per_device, 4, "CUDA: streams per GPU.");
 ABSL_FLAG(int32_t, launch_threads_per_device, 4,
           "CUDA: threads per GPU that pull batches and enqueue their GPU work.");
@@ -146,6 +150,7 @@ Options OptionsFromFlags() {
   o.cuda.staging_bytes = absl::GetFlag(FLAGS_staging_bytes);
   o.cuda.staging_slab_bytes = absl::GetFlag(FLAGS_staging_slab_bytes);
   o.cuda.host_copy_threads = absl::GetFlag(FLAGS_host_copy_threads);
+  o.cuda.host_copy_chunk_bytes = absl::GetFlag(FLAGS_host_copy_chunk_bytes);
   o.cuda.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);
   o.cuda.launch_threads_per_device = absl::GetFlag(FLAGS_launch_threads_per_device);
   o.cuda.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);

@@ -29,7 +29,8 @@ class CudaBackend final : public core::Backend {
               std::vector<std::shared_ptr<DeviceContext>> devices)
       : options_(options),
         staging_(std::move(staging)),
-        copier_(std::make_unique<HostCopier>(options.host_copy_threads)),
+        copier_(std::make_unique<HostCopier>(options.host_copy_threads,
+                                             static_cast<size_t>(options.host_copy_chunk_bytes))),
         devices_(std::move(devices)) {
     for (const auto& d : devices_) {
       executors_.push_back(std::make_unique<Executor>(
@@ -188,6 +189,9 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   }
   if (options.host_copy_threads < 0 || options.host_copy_threads > 256) {
     return absl::InvalidArgumentError("host_copy_threads must be in [0, 256]");
+  }
+  if (options.host_copy_chunk_bytes < 4096 || options.host_copy_chunk_bytes > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError("host_copy_chunk_bytes must be in [4096, 1 GiB]");
   }
   std::vector<std::shared_ptr<DeviceContext>> devices;
   for (int i = 0; i < count; ++i) {

@@ -25,6 +25,8 @@ struct CudaBackendOptions {
   // Threads that copy request bytes into staging and results out of it, shared by all GPUs
   // (0: each copy runs on the executor's own thread). Default 8.
   int host_copy_threads = 8;
+  // The smallest piece a host copy is cut into for those threads (4 KiB to 1 GiB).
+  int64_t host_copy_chunk_bytes = int64_t{1} << 20;
   // Normal-priority streams per GPU (two more serve high-priority requests). Default 4.
   int streams_per_device = 4;
   // Threads per GPU that pull batches and enqueue their GPU work. Default 4.

@@ -52,7 +52,9 @@ struct HostCopier::Call {
   }
 };
 
-HostCopier::HostCopier(int threads) {
+HostCopier::HostCopier(int threads, size_t min_chunk_bytes)
+    : min_chunk_((std::max(min_chunk_bytes, kPageBytes) + kPageBytes - 1) / kPageBytes *
+                 kPageBytes) {
   for (int i = 0; i < threads; ++i)
     workers_.emplace_back([this] {
       SetCurrentThreadName("gemm-hostcopy");
@@ -72,7 +74,7 @@ HostCopier::~HostCopier() {
 void HostCopier::Copy(std::span<const CopyJob> jobs) {
   size_t total = 0;
   for (const CopyJob& j : jobs) total += j.bytes;
-  if (workers_.empty() || total < 2 * kMinChunkBytes) {  // one chunk at most: not worth a hand-off
+  if (workers_.empty() || total < 2 * min_chunk_) {  // one chunk at most: not worth a hand-off
     CopyAll(jobs);
     return;
   }
@@ -80,7 +82,7 @@ void HostCopier::Copy(std::span<const CopyJob> jobs) {
   // that copies slowly (page faults) delays the call by a fraction of a chunk.
   const size_t participants = workers_.size() + 1;
   size_t chunk_bytes =
-      std::max(kMinChunkBytes, (total + 2 * participants - 1) / (2 * participants));
+      std::max(min_chunk_, (total + 2 * participants - 1) / (2 * participants));
   chunk_bytes = (chunk_bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
   Call call(jobs, chunk_bytes);
   {

@@ -35,8 +35,9 @@ class HostCopier {
   // two chunks is copied on the calling thread without touching the pool.
   static constexpr size_t kMinChunkBytes = size_t{1} << 20;
 
-  // Starts `threads` worker threads (0: every Copy() runs on its calling thread only).
-  explicit HostCopier(int threads);
+  // Starts `threads` worker threads (0: every Copy() runs on its calling thread only). Chunks
+  // are at least `min_chunk_bytes` (rounded up to whole 4 KiB pages).
+  explicit HostCopier(int threads, size_t min_chunk_bytes = kMinChunkBytes);
   // Stops and joins the workers. No Copy() may be running or start afterwards.
   ~HostCopier();
 
@@ -44,12 +45,14 @@ class HostCopier {
   HostCopier& operator=(const HostCopier&) = delete;
 
   // Copies every job and returns when all bytes are in place. The jobs are cut into chunks of at
-  // least kMinChunkBytes (small jobs share a chunk), run by the workers and the calling thread.
+  // least min_chunk_bytes() (small jobs share a chunk), run by the workers and the calling thread.
   // Thread-safe; the jobs' memory must stay valid until it returns.
   void Copy(std::span<const CopyJob> jobs);
 
   // Worker threads (not counting callers).
   int threads() const { return static_cast<int>(workers_.size()); }
+  // The smallest chunk a call is cut into.
+  size_t min_chunk_bytes() const { return min_chunk_; }
 
  private:
   struct Call;  // one Copy() in progress (host_copier.cc)
@@ -65,6 +68,7 @@ class HostCopier {
   absl::CondVar done_;                            // a chunk finished
   std::deque<Call*> calls_ ABSL_GUARDED_BY(mu_);  // calls with chunks not yet claimed
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  size_t min_chunk_;
   std::vector<std::thread> workers_;
 };
 

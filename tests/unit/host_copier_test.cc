@@ -178,5 +178,17 @@ TEST(HostCopierTest, ConcurrentCallers) {
   for (int t = 0; t < kCallers; ++t) EXPECT_EQ(failures[t], 0) << "caller " << t;
 }
 
+TEST(HostCopierTest, SmallerChunksCopyTheSameBytes) {
+  std::mt19937_64 rng(7);
+  HostCopier copier(5, (60 << 10) + 1);  // rounded up to whole pages: 64 KiB
+  EXPECT_EQ(copier.min_chunk_bytes(), size_t{64} << 10);
+  EXPECT_EQ(HostCopier(1, 1).min_chunk_bytes(), size_t{4096});
+  for (int round = 0; round < 20; ++round) {
+    Case c = MakeCase(RandomSizes(rng, 1 + static_cast<int>(rng() % 12), 3 * kMiB), rng);
+    copier.Copy(c.jobs);
+    ExpectCopied(c);
+  }
+}
+
 }  // namespace
 }  // namespace gemm::gpu
