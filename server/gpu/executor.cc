@@ -269,14 +269,17 @@ struct Stack {
 // first part (placed once), and hands each part's rows of D back to its own (item, output). The
 // callers check that the parts agree in K, N, output dtype and B layout.
 absl::StatusOr<Stack> StackRows(Unit& u, Planner& pl, std::span<const StackPart> parts) {
-  const core::Problem& first = u.items[parts[0].item]->request.problems[parts[0].output];
+  const auto problem = [&u](const StackPart& part) -> const core::Problem& {
+    return u.items[part.item]->request.problems[part.output];
+  };
+  const core::Problem& first = problem(parts[0]);
   const int64_t K = first.k, N = first.n, es = core::DTypeBytes(first.out_dtype);
   const auto beta_of = [](const core::Problem& p) { return p.c.empty() ? 0.0f : p.beta; };
   int64_t rows = 0;
   bool any_c = false;
   Stack s;
   for (const StackPart& part : parts) {
-    const core::Problem& p = u.items[part.item]->request.problems[part.output];
+    const core::Problem& p = problem(part);
     if (static_cast<int64_t>(p.a.size()) != p.m * K * 2) {
       return absl::InvalidArgumentError(absl::StrCat("A of problem ", part.output, " has ",
                                                      p.a.size(), " bytes, expected ", p.m * K * 2));
@@ -312,7 +315,7 @@ absl::StatusOr<Stack> StackRows(Unit& u, Planner& pl, std::span<const StackPart>
   s.parts.reserve(parts.size());
   int64_t row = 0;
   for (const StackPart& part : parts) {
-    const core::Problem& p = u.items[part.item]->request.problems[part.output];
+    const core::Problem& p = problem(part);
     kernel::Problem& pp = s.parts.emplace_back(kp);
     pp.m = p.m;
     pp.a = pl.Ptr(off_a + row * row_a);
@@ -328,16 +331,16 @@ absl::StatusOr<Stack> StackRows(Unit& u, Planner& pl, std::span<const StackPart>
   // The copies operand by operand, so the parts' rows lie back to back in staging as on the
   // device and each operand's copies merge into one (MergeAdjacentCopies).
   for (size_t i = 0; i < parts.size(); ++i) {
-    const core::Problem& p = u.items[parts[i].item]->request.problems[parts[i].output];
+    const core::Problem& p = problem(parts[i]);
     pl.In(p.a.data(), p.a_mem, p.m, K * 2, pl.Offset(s.parts[i].a), row_a);
   }
   for (size_t i = 0; i < parts.size(); ++i) {
-    const core::Problem& p = u.items[parts[i].item]->request.problems[parts[i].output];
+    const core::Problem& p = problem(parts[i]);
     if (s.parts[i].c != nullptr)
       pl.In(p.c.data(), p.c_mem, p.m, N * es, pl.Offset(s.parts[i].c), row_d);
   }
   for (size_t i = 0; i < parts.size(); ++i) {
-    const core::Problem& p = u.items[parts[i].item]->request.problems[parts[i].output];
+    const core::Problem& p = problem(parts[i]);
     pl.Out(p, parts[i].item, parts[i].output, pl.Offset(s.parts[i].d), row_d, p.m, N * es);
   }
   // NOTE: the point of stacking: one GEMM with M = the sum of the parts' M reads B once for all.
