@@ -206,4 +206,8 @@ TileConfig ChooseGroupConfig(std::span<const GroupMember> members, bool fp32_out
   return cfg;
 }
 
+int L2PromotionBytes(int64_t peak_dram_gbps) {
+  return peak_dram_gbps >= kL2Promotion128MinGBps ? 128 : 256;
+}
+
 }  // namespace gemm::kernel::sm90

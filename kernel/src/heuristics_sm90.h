@@ -51,6 +51,17 @@ bool ClipALoads(int64_t m, const TileConfig& cfg);
 // opt-in shared memory per block.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);
 
+// Devices whose DRAM peaks at this many GB/s or more get 128-byte L2 promotion on the operand
+// tensor maps, the others 256 bytes.
+inline constexpr int64_t kL2Promotion128MinGBps = 4000;
+
+// Bytes the L2 fetches per tensor-map request (the maps' L2 promotion, 128 or 256) on a device
+// whose DRAM peaks at `peak_dram_gbps` (0: unknown). Measured in one process per set, both ways:
+// on an H200 (4.8 TB/s) 128 B is faster on every memory-bound set (expert groups over B [K,N]
+// +8%, decode +0.5-2.6%, batched +1%); on an H100 (3.35 TB/s) 256 B is (expert groups +2.7%,
+// decode +1.2%, batched +0.6%). The compute-bound large set is the same either way.
+int L2PromotionBytes(int64_t peak_dram_gbps);
+
 // One member of a grouped launch, as the choice sees it.
 struct GroupMember {
   int64_t m = 0, n = 0, k = 0;

@@ -208,5 +208,13 @@ TEST(HeuristicsSm90, GroupsCanExcludeTallTiles) {
   EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).block_m, 128);
 }
 
+TEST(HeuristicsSm90, L2PromotionFollowsTheDramPeak) {
+  EXPECT_EQ(L2PromotionBytes(4915), 128);  // H200: 6144-bit HBM3e at 3.2 GHz
+  EXPECT_EQ(L2PromotionBytes(kL2Promotion128MinGBps), 128);
+  EXPECT_EQ(L2PromotionBytes(kL2Promotion128MinGBps - 1), 256);
+  EXPECT_EQ(L2PromotionBytes(3352), 256);  // H100 SXM: 5120-bit HBM3 at 2.6 GHz
+  EXPECT_EQ(L2PromotionBytes(0), 256);     // unknown
+}
+
 }  // namespace
 }  // namespace gemm::kernel::sm90

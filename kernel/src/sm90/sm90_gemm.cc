@@ -50,7 +50,8 @@ absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
 
 // 3D tiled tensor map {d0 (contiguous), d1, d2} with row pitch `pitch1` and batch pitch
 // `pitch2` in bytes, box {box0, box1, 1}, 128-byte swizzle, out-of-bounds elements read as 0.
-// L2 promotion of the operand maps; the tuning hook can change it (debug_flags bits 16/32).
+// L2 promotion of the operand maps: the device's (L2PromotionBytes); the tuning hook can change it
+// (debug_flags bits 16 / 32 / 512: none / 256 B / 128 B).
 thread_local CUtensorMapL2promotion t_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
 // Group members load whole A boxes, zero-filled past M (debug_flags bit 256: A/B timing of
 // ProblemParams::a_short).
@@ -76,9 +77,20 @@ TuningOverride g_override;  // all zero: no override
 std::atomic<bool> g_have_override{false};
 thread_local std::string t_last_launch;
 
-TileConfig ApplyOverride(TileConfig cfg, int* debug_flags) {
+struct DeviceLimits {
+  int sm_count = 0;
+  int smem_optin = 0;
+  int l2_promotion_bytes = 256;  // L2PromotionBytes of the device's DRAM peak
+};
+
+// The configuration `cfg` after the tuning override; sets the tensor maps' L2 promotion (the
+// device's, or the override's) for this thread's next encodes.
+TileConfig ApplyOverride(TileConfig cfg, const DeviceLimits& limits, int* debug_flags) {
   *debug_flags = 0;
-  t_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  const CUtensorMapL2promotion device_promotion = limits.l2_promotion_bytes == 128
+                                                      ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                                      : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  t_promotion = device_promotion;
   t_whole_a_boxes = false;
   if (!g_have_override.load(std::memory_order_relaxed)) return cfg;
   std::lock_guard<std::mutex> lock(g_override_mu);
@@ -90,18 +102,14 @@ TileConfig ApplyOverride(TileConfig cfg, int* debug_flags) {
   if (g_override.cluster_m > 0) cfg.cluster_m = g_override.cluster_m;
   if (g_override.group_m > 0) cfg.group_m = g_override.group_m;
   *debug_flags = g_override.debug_flags;
-  t_promotion = (*debug_flags & 16)   ? CU_TENSOR_MAP_L2_PROMOTION_NONE
-                : (*debug_flags & 32) ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-                                      : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+  t_promotion = (*debug_flags & 16)    ? CU_TENSOR_MAP_L2_PROMOTION_NONE
+                : (*debug_flags & 32)  ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+                : (*debug_flags & 512) ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                       : device_promotion;
   t_whole_a_boxes = (*debug_flags & 256) != 0;
-  *debug_flags &= 0xf | kDebugExitEarly;  // 16/32/256: host-side only
+  *debug_flags &= 0xf | kDebugExitEarly;  // 16/32/256/512: host-side only
   return cfg;
 }
-
-struct DeviceLimits {
-  int sm_count = 0;
-  int smem_optin = 0;
-};
 
 absl::StatusOr<DeviceLimits> Limits() {
   static std::array<std::atomic<uint64_t>, 64> cache{};
@@ -109,7 +117,10 @@ absl::StatusOr<DeviceLimits> Limits() {
   GEMM_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
   if (device < 64) {
     const uint64_t v = cache[device].load(std::memory_order_relaxed);
-    if (v != 0) return DeviceLimits{static_cast<int>(v >> 32), static_cast<int>(v & 0xffffffff)};
+    if (v != 0) {
+      return DeviceLimits{static_cast<int>(v >> 33), static_cast<int>(v & 0xffffffff),
+                          (v >> 32) & 1 ? 128 : 256};
+    }
   }
   DeviceLimits l;
   GEMM_RETURN_IF_ERROR(
@@ -118,8 +129,18 @@ absl::StatusOr<DeviceLimits> Limits() {
   GEMM_RETURN_IF_ERROR(CudaStatus(
       cudaDeviceGetAttribute(&l.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
       "cudaDeviceGetAttribute(MaxSharedMemoryPerBlockOptin)"));
+  // DRAM peak: two transfers per memory clock over the bus (0 where an attribute is missing).
+  int mem_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    mem_khz = bus_bits = 0;
+  }
+  l.l2_promotion_bytes =
+      L2PromotionBytes(static_cast<int64_t>(2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9));
   if (device < 64) {
-    cache[device].store((uint64_t(l.sm_count) << 32) | uint32_t(l.smem_optin),
+    cache[device].store((uint64_t(l.sm_count) << 33) |
+                            (uint64_t(l.l2_promotion_bytes == 128) << 32) | uint32_t(l.smem_optin),
                         std::memory_order_relaxed);
   }
   return l;
@@ -312,7 +333,8 @@ absl::StatusOr<TileConfig> ConfigFor(const StridedBatch& args, const DeviceLimit
   ShapeQuery q;
   q.m = p.m, q.n = p.n, q.k = p.k, q.batch = args.batch, q.fp32_out = p.d_dtype == DType::kFP32;
   q.b_kn = p.b_layout == BLayout::kKN;
-  TileConfig cfg = ApplyOverride(ChooseConfig(q, limits.sm_count, limits.smem_optin), debug_flags);
+  TileConfig cfg =
+      ApplyOverride(ChooseConfig(q, limits.sm_count, limits.smem_optin), limits, debug_flags);
   if (cfg.stages <= 0) {
     cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, limits.smem_optin);
   }
@@ -343,7 +365,7 @@ absl::StatusOr<TileConfig> GroupConfigFor(std::span<const Problem> chunk,
   const bool kn = chunk[0].b_layout == BLayout::kKN;
   TileConfig cfg = ApplyOverride(ChooseGroupConfig(std::span(members.data(), chunk.size()), f32, kn,
                                                    limits.sm_count, limits.smem_optin),
-                                 debug_flags);
+                                 limits, debug_flags);
   if (cfg.stages <= 0) cfg.stages = MaxStages(cfg.block_m, cfg.block_n, f32, limits.smem_optin);
   if (!ConfigFits(cfg, f32, limits.smem_optin)) {
     return absl::InvalidArgumentError("sm90: tuning override does not fit");
