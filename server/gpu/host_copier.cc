@@ -81,8 +81,7 @@ void HostCopier::Copy(std::span<const CopyJob> jobs) {
   // About two chunks per thread (callers and workers), so a thread that joins late or a chunk
   // that copies slowly (page faults) delays the call by a fraction of a chunk.
   const size_t participants = workers_.size() + 1;
-  size_t chunk_bytes =
-      std::max(min_chunk_, (total + 2 * participants - 1) / (2 * participants));
+  size_t chunk_bytes = std::max(min_chunk_, (total + 2 * participants - 1) / (2 * participants));
   chunk_bytes = (chunk_bytes + kPageBytes - 1) / kPageBytes * kPageBytes;
   Call call(jobs, chunk_bytes);
   {
