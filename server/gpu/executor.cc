@@ -21,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/thread_name.h"
+#include "common/uninitialized_string.h"
 #include "gemm/kernel.h"
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
@@ -868,7 +869,8 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   }
   if (u->direct) {  // results land straight in the outputs
     for (const OutCopy& o : u->outs) {
-      if (o.dest == nullptr) u->outputs[o.item][o.output].data.resize(o.rows * o.row_bytes);
+      if (o.dest == nullptr)
+        ResizeUninitialized(&u->outputs[o.item][o.output].data, o.rows * o.row_bytes);
     }
   } else {
     const absl::Time t0 = absl::Now();
@@ -1136,8 +1138,8 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
   }
   if (u->status.ok() && !u->direct) {
     const absl::Time t0 = absl::Now();
-    // Size every output first (allocation + zero fill on this thread), then copy them all in one
-    // go on the copier's threads.
+    // Size every output first (allocation only: no zero fill, the copy writes every byte), then
+    // copy them all in one go on the copier's threads.
     std::vector<CopyJob> jobs;
     jobs.reserve(u->outs.size());
     for (const OutCopy& o : u->outs) {
@@ -1146,7 +1148,7 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
       char* dst = o.dest;
       if (dst == nullptr) {
         std::string& data = u->outputs[o.item][o.output].data;
-        data.resize(bytes);
+        ResizeUninitialized(&data, bytes);
         dst = data.data();
       }
       jobs.push_back({dst, u->staging.ptr + o.stage_off, bytes});
