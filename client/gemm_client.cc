@@ -2,6 +2,7 @@
 #include "client/gemm_client.h"
 
 #include <algorithm>
+#include <variant>
 
 #include "absl/strings/str_cat.h"
 
@@ -21,6 +22,13 @@ absl::StatusOr<std::unique_ptr<GemmClient>> GemmClient::Create(const Options& op
     args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
     args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
     args.SetLoadBalancingPolicyName(options.lb_policy);
+    for (const ChannelArg& a : options.channel_args) {
+      if (const int* v = std::get_if<int>(&a.value)) {
+        args.SetInt(a.name, *v);
+      } else {
+        args.SetString(a.name, std::get<std::string>(a.value));
+      }
+    }
     args.SetInt("gemm_channel_index", i);  // distinct args: distinct subchannels/connections
     channels.push_back(
         grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args));

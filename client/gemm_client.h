@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/channel_args.h"
 #include "gemm/v1/gemm_service.grpc.pb.h"
 
 namespace gemm::client {
@@ -30,6 +31,8 @@ class GemmClient {
     std::string lb_policy = "pick_first";
     // Distinct channels (separate TCP connections) used round-robin by Gemm(). Default 1.
     int channels = 1;
+    // Extra gRPC channel arguments (transport tuning), applied to every channel.
+    std::vector<ChannelArg> channel_args;
   };
 
   // Creates the channel(s); does not connect until the first call.

@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <variant>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -19,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/abseil_runtime.h"
+#include "common/channel_args.h"
 #include "common/log.h"
 #include "common/thread_name.h"
 #include "server/core/engine.h"
@@ -37,6 +40,9 @@ ABSL_FLAG(int32_t, drain_timeout_s, 30, "On SIGTERM/SIGINT, seconds to let in-fl
 ABSL_FLAG(int32_t, max_connection_age_s, 0,
           "Close client connections after this many seconds (0: never), so round_robin clients "
           "re-resolve DNS and reach new replicas after a scale-out.");
+ABSL_FLAG(std::vector<std::string>, grpc_arg, {},
+          "Extra gRPC server arguments, name=value[,name=value...] (integers where the value is "
+          "one), e.g. grpc.http2.max_frame_size=1048576: transport tuning.");
 ABSL_FLAG(int64_t, max_dim, 65536, "Largest M, N or K accepted.");
 ABSL_FLAG(int64_t, max_request_bytes, int64_t{1} << 30, "Largest operand payload of a request.");
 ABSL_FLAG(int64_t, max_message_bytes, (int64_t{1} << 30) + (int64_t{16} << 20),
@@ -117,6 +123,7 @@ struct Options {
   int metrics_port = 0;
   std::string backend;
   absl::Duration drain_timeout;
+  std::vector<std::string> grpc_args;  // --grpc_arg items, parsed when the server is built
   gemm::core::GemmEngine::Options engine;
   int cpu_workers = 2;
 #ifdef GEMM_HAVE_CUDA_BACKEND
@@ -131,6 +138,7 @@ Options OptionsFromFlags() {
   o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
   o.backend = absl::GetFlag(FLAGS_backend);
   o.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_s));
+  o.grpc_args = absl::GetFlag(FLAGS_grpc_arg);
   auto& l = o.engine.limits;
   l.max_dim = absl::GetFlag(FLAGS_max_dim);
   l.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
@@ -191,6 +199,11 @@ int Run(const Options& o) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args = gemm::ParseChannelArgs(o.grpc_args);
+  if (!channel_args.ok()) {
+    GEMM_LOG(ERROR) << channel_args.status();
+    return 1;
+  }
   auto backend = MakeBackend(o);
   if (!backend.ok()) {
     GEMM_LOG(ERROR) << "backend: " << backend.status();
@@ -232,6 +245,13 @@ int Run(const Options& o) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, age * 1000);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
                                static_cast<int>(absl::ToInt64Milliseconds(o.drain_timeout)));
+  }
+  for (const gemm::ChannelArg& a : *channel_args) {
+    if (const int* v = std::get_if<int>(&a.value)) {
+      builder.AddChannelArgument(a.name, *v);
+    } else {
+      builder.AddChannelArgument(a.name, std::get<std::string>(a.value));
+    }
   }
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();

@@ -33,6 +33,7 @@
 #include "client/loadgen/runner.h"
 #include "client/loadgen/workload.h"
 #include "common/abseil_runtime.h"
+#include "common/channel_args.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server(s): comma-separated gRPC targets (host:port, dns:///name:port, ...); requests "
@@ -55,6 +56,9 @@ ABSL_FLAG(double, deadline_ms, 0, "Per-request deadline in ms (0: none beyond --
 ABSL_FLAG(std::string, rpc, "unary",
           "unary (Gemm), stream (GemmStream) or packed (GemmStreamPacked: the requests queued on "
           "a stream while its previous write was out go in one message)");
+ABSL_FLAG(std::vector<std::string>, grpc_arg, {},
+          "Extra gRPC channel arguments, name=value[,name=value...] (integers where the value is "
+          "one), e.g. grpc.http2.max_frame_size=1048576");
 ABSL_FLAG(int, channels, 1, "gRPC channels (connections) per target");
 ABSL_FLAG(int, streams_per_channel, 1, "GemmStream streams per channel (--rpc=stream)");
 ABSL_FLAG(std::string, client_api, "callback",
@@ -276,6 +280,9 @@ int main(int argc, char** argv) {
       absl::StartsWith(absl::GetFlag(FLAGS_target), "ipv6:")) {
     target_names = {absl::GetFlag(FLAGS_target)};
   }
+  absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args =
+      gemm::ParseChannelArgs(absl::GetFlag(FLAGS_grpc_arg));
+  if (!channel_args.ok()) return Fail(channel_args.status());
   std::vector<gemm::loadgen::Target> targets;
   for (const std::string& name : target_names) {
     gemm::client::GemmClient::Options o;
@@ -283,6 +290,7 @@ int main(int argc, char** argv) {
     o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
     o.lb_policy = absl::GetFlag(FLAGS_lb_policy);
     o.channels = workload->channels;
+    o.channel_args = *channel_args;
     auto client = gemm::client::GemmClient::Create(o);
     if (!client.ok()) return Fail(client.status());
     targets.push_back({o.target, std::shared_ptr<gemm::client::GemmClient>(std::move(*client))});

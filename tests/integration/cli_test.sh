@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # End-to-end test of the gemm_client CLI against a real gemm_server (CPU backend): random and
-# .npy operands with --verify, batch, group, resident register/use/list/release, error exit codes.
+# .npy operands with --verify, batch, group, resident register/use/list/release, error exit codes,
+# --grpc_arg (accepted and refused).
 # Usage: cli_test.sh <gemm_server> <gemm_client>
 set -euo pipefail
 server=$1
 client=$2
 work=$(mktemp -d)
 port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$server" --backend=cpu --host=127.0.0.1 --port="$port" --metrics_port=0 2>"$work/server.log" &
+# A malformed transport argument stops the server at start-up, saying what was wrong.
+set +e
+"$server" --backend=cpu --host=127.0.0.1 --port="$port" --metrics_port=0 --grpc_arg=oops \
+  2>"$work/bad_arg.log"; rc=$?
+set -e
+[ "$rc" -eq 1 ] && grep -q "grpc_arg: 'oops' is not name=value" "$work/bad_arg.log"
+# The server under test runs with transport arguments (4 MiB HTTP/2 frames, a 64 MiB window).
+"$server" --backend=cpu --host=127.0.0.1 --port="$port" --metrics_port=0 \
+  --grpc_arg=grpc.http2.max_frame_size=4194304,grpc.http2.lookahead_bytes=67108864 \
+  2>"$work/server.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
 C() { "$client" --target=127.0.0.1:"$port" "$@"; }

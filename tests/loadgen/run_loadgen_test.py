@@ -127,9 +127,14 @@ def check_healthy_point(point):
 def case_closed(a):
     with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
         out, paths = run_loadgen(["--target=" + server.target, "--shapes=64x64x64@3,32x64x16@1",
-                                  "--concurrency=1:2:x2", "--channels=2"] + FAST,
+                                  "--concurrency=1:2:x2", "--channels=2",
+                                  "--grpc_arg=grpc.http2.max_frame_size=1048576"] + FAST,
                                  a.loadgen, a.workdir, "closed")
+        bad, _ = run_loadgen(["--target=" + server.target, "--grpc_arg=oops"] + FAST,
+                             a.loadgen, a.workdir, "closed-bad-arg")
     check(out.returncode == 0, f"exit {out.returncode}")
+    check(bad.returncode != 0 and "grpc_arg: 'oops' is not name=value" in bad.stderr,
+          f"malformed --grpc_arg: exit {bad.returncode}, {bad.stderr[-200:]}")
     report, _, _ = parse_reports(paths)
     check(report["mode"] == "closed", "mode")
     check(report["server"]["backend"] == "cpu", f"server {report['server']}")
