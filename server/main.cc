@@ -92,6 +92,11 @@ ABSL_FLAG(bool, poll_completion, true,
           "CUDA: learn that a unit's GPU work finished by polling its last event on a thread per "
           "GPU, instead of a CUDA host function enqueued after the work (on an H200, 2026-11-22: "
           "decode M=16 +20-26% without batching, +5-9% with).");
+ABSL_FLAG(int64_t, watcher_completion_bytes, int64_t{64} << 10,
+          "CUDA, with --poll_completion: a finished unit whose results copy at most this many "
+          "bytes out of staging into the responses is completed, and its first request "
+          "answered, on the polling thread itself (saves a hand-off); larger ones go to the "
+          "completion threads so the polling goes on. -1: always the completion threads.");
 ABSL_FLAG(int32_t, max_units_in_flight_per_device, 0,
           "CUDA: a GPU pulls more work from the queue only while fewer units (kernel-call groups: "
           "a coalesced batch or a request) than this are in flight on it; 0: no bound.");
@@ -166,6 +171,7 @@ Options OptionsFromFlags() {
   o.cuda.merge_copies = absl::GetFlag(FLAGS_merge_copies);
   o.cuda.serial_kernels = absl::GetFlag(FLAGS_serial_kernels);
   o.cuda.poll_completion = absl::GetFlag(FLAGS_poll_completion);
+  o.cuda.watcher_completion_bytes = absl::GetFlag(FLAGS_watcher_completion_bytes);
   o.cuda.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);
   o.cuda.max_work_in_flight_ms_per_device = absl::GetFlag(FLAGS_max_work_in_flight_ms_per_device);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);

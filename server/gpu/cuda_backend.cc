@@ -38,7 +38,8 @@ class CudaBackend final : public core::Backend {
           Executor::Config{options.launch_threads_per_device, options.completion_threads_per_device,
                            options.batched_copies, options.max_units_in_flight_per_device,
                            options.max_work_in_flight_ms_per_device * 1e3, options.serial_kernels,
-                           options.poll_completion, options.merge_copies}));
+                           options.poll_completion, options.merge_copies,
+                           options.watcher_completion_bytes}));
     }
   }
 

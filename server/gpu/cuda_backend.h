@@ -52,6 +52,9 @@ struct CudaBackendOptions {
   // Complete units by polling their last event on a thread per GPU instead of a CUDA host
   // function. Default true.
   bool poll_completion = true;
+  // With poll_completion: units that copy at most this many bytes out of staging into their
+  // responses are completed on the polling thread (< 0: none). Default 64 KiB.
+  int64_t watcher_completion_bytes = int64_t{64} << 10;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
   // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.

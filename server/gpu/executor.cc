@@ -1048,8 +1048,10 @@ void Executor::EventDone(void* unit, cudaError_t result) {
   }
   // NOTE: a unit with little to copy out is completed right here on the watcher thread (its
   // first answer too; the others go to the completion threads): handing it over cost ~40 us of
-  // wake-up under the decode load. Large copy-outs would hold up the polling of other units.
-  if (QuickToComplete(*u)) {
+  // wake-up under the decode load over shared memory. Large copy-outs hold up the polling of
+  // other units: one 256 KiB D per unit, copied and answered inline on the watcher, bounded
+  // decode without batching to ~8k units/s (H200, 2026-11-25; see watcher_completion_bytes).
+  if (u->owner->QuickToComplete(*u)) {
     u->owner->Retire(std::unique_ptr<Unit>(u), /*drain=*/false);
     return;
   }
@@ -1103,13 +1105,13 @@ void Executor::Retire(std::unique_ptr<Unit> u, bool drain) {
   if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
 }
 
-bool Executor::QuickToComplete(const Unit& u) {
-  if (u.direct) return false;
+bool Executor::QuickToComplete(const Unit& u) const {
+  if (u.direct || config_.watcher_completion_bytes < 0) return false;
   int64_t bytes = 0;
   for (const OutCopy& o : u.outs) {
     if (!o.pinned) bytes += o.rows * o.row_bytes;
   }
-  return bytes <= kQuickCopyOutBytes;
+  return bytes <= config_.watcher_completion_bytes;
 }
 
 void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {

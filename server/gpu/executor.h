@@ -66,6 +66,11 @@ class Executor {
     // Copies that continue one another on both sides (a coalesced unit's stacked rows through
     // staging) go out as one copy (MergeAdjacentCopies).
     bool merge_copies = true;
+    // With poll_completion: a finished unit that copies at most this many bytes out of staging
+    // into its responses is completed, and its first request answered, on the watcher thread
+    // itself (no hand-off to a completion thread); larger ones go to the completion threads, so
+    // the watcher goes back to polling. < 0: every unit goes to the completion threads.
+    int64_t watcher_completion_bytes = int64_t{64} << 10;
   };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.
@@ -116,9 +121,9 @@ class Executor {
   void Complete(std::unique_ptr<Unit> unit, bool drain);
   // Complete()s `unit`, then takes it out of the in-flight counts (waking launch threads).
   void Retire(std::unique_ptr<Unit> unit, bool drain);
-  // Whether `unit` copies at most kQuickCopyOutBytes out of staging (completed on the watcher).
-  static bool QuickToComplete(const Unit& unit);
-  static constexpr int64_t kQuickCopyOutBytes = 256 << 10;
+  // Whether `unit` copies at most config_.watcher_completion_bytes out of staging (then it is
+  // completed on the watcher).
+  bool QuickToComplete(const Unit& unit) const;
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
   void DrainAnswers();
   static void HostCallback(void* unit);
