@@ -36,7 +36,7 @@
 
 namespace gemm::gpu {
 
-struct Unit;  // one kernel-call group in flight (executor.cc)
+struct Unit;  // one kernel-call group in flight (unit.h)
 
 class Executor {
  public:

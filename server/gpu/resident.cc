@@ -61,7 +61,7 @@ CudaResidentMatrix::~CudaResidentMatrix() {
 
 const CudaResidentMatrix::Replica* CudaResidentMatrix::OnDevice(int device) const {
   for (const Replica& r : replicas_) {
-    if (r.device->ordinal() == device) return &r;
+    if (r.ordinal == device) return &r;
   }
   return nullptr;
 }
@@ -132,7 +132,7 @@ class CudaMatrixUpload final : public core::MatrixUpload {
         undo();
         return p.status();
       }
-      replicas.push_back({dev, *p, pitch, desc_.rows * pitch});
+      replicas.push_back({dev, dev->ordinal(), *p, pitch, desc_.rows * pitch});
       desc_.devices.push_back(dev->ordinal());
     }
     auto matrix = std::make_shared<CudaResidentMatrix>(desc_, replicas);

@@ -44,6 +44,7 @@ class CudaResidentMatrix final : public core::ResidentMatrix {
   // Storage on one device.
   struct Replica {
     std::shared_ptr<DeviceContext> device;
+    int ordinal = 0;          // device->ordinal(), kept apart for lookups without the context
     void* ptr = nullptr;      // rows x pitch bytes
     int64_t pitch_bytes = 0;  // multiple of 16
     int64_t alloc_bytes = 0;  // accounted against the device pool

@@ -1,0 +1,95 @@
+// A unit: the requests one or a few kernel-library calls serve together on one stream (a
+// coalesced stack sharing a resident B, a strided batch, a group, expert groups), with its plan
+// (copies in and out, launches; server/gpu/unit_plan.h) and, once running, the device memory,
+// staging, events and timing it holds. Shared by the executor and the planner.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "gemm/kernel.h"
+#include "server/core/types.h"
+#include "server/gpu/device_context.h"
+#include "server/gpu/staging_pool.h"
+
+namespace gemm::gpu {
+
+class Executor;
+
+// One host->device 2D copy: `rows` rows of `row_bytes` contiguous host bytes into a device region
+// with row pitch `dpitch`, through staging bytes at `stage_off`, or straight from `host` when it
+// is page-locked (a registered shared-memory region).
+struct InCopy {
+  const char* host = nullptr;
+  int64_t rows = 0, row_bytes = 0, dev_off = 0, dpitch = 0, stage_off = 0;
+  bool pinned = false;
+};
+
+// One device->host 2D copy of a whole output (item `item`, output `output`) into the response
+// bytes or into `dest` (the problem's shared-memory D; written directly when `pinned`).
+struct OutCopy {
+  size_t item = 0, output = 0;
+  int64_t dev_off = 0, dpitch = 0, rows = 0, row_bytes = 0, stage_off = 0;
+  char* dest = nullptr;
+  bool pinned = false;
+};
+
+// One kernel-library call.
+struct Launch {
+  bool grouped = false;
+  kernel::StridedBatch batch;
+  std::vector<kernel::Problem> group;
+};
+
+enum class UnitShape { kStacked, kStrided, kGroup, kExperts };
+
+// A group of items run by one or a few kernel calls on one stream, with one device allocation
+// and one staging block. Owned by the executor thread until enqueued, then by the host callback
+// and completion thread.
+struct Unit {
+  Executor* owner = nullptr;
+  std::vector<std::shared_ptr<core::WorkItem>> items;
+  UnitShape shape = UnitShape::kStacked;
+  absl::Time released;
+  bool high_priority = false;
+  kernel::KernelKind kind = kernel::KernelKind::kAuto;
+  bool explicit_kernel = false;
+  std::string kernel_name;
+  int64_t batch_rows = 0;
+  double est_us = 0;  // estimated GPU time, counted in the executor's work in flight
+
+  // Plan (offsets relative to the device allocation / staging block).
+  std::vector<InCopy> ins;
+  std::vector<OutCopy> outs;
+  std::vector<Launch> launches;
+  std::vector<std::vector<core::Output>> outputs;  // per item
+  int64_t device_bytes = 0;
+  int64_t staging_bytes = 0;
+  int64_t workspace_bytes = 0;  // the largest any launch needs
+  int64_t workspace_off = -1;   // in the device allocation; -1: the stream's own workspace
+
+  // Resources.
+  const StreamSlot* slot = nullptr;   // copies (and kernels unless kslot differs)
+  const StreamSlot* kslot = nullptr;  // kernels: slot, or the device's compute stream
+  char* dev = nullptr;
+  int64_t dev_accounted = 0;
+  StagingBlock staging;
+  bool direct = false;  // operands too large for a staging block: copied from pageable memory
+  // Timing: before H2D, after H2D, after the kernels, after D2H; and (kernels on the compute
+  // stream) when the compute stream reached this unit's kernels.
+  cudaEvent_t ev[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+  bool timed = false;
+  absl::Duration host_copy_in;  // memcpy into staging (part of copy_in)
+  absl::Duration launch;        // host time planning and enqueuing (Timing::launch)
+  absl::Time gpu_done;          // when the stream callback ran
+  absl::Status status;
+};
+
+}  // namespace gemm::gpu
