@@ -57,6 +57,9 @@ ABSL_FLAG(int64_t, max_queue_delay_us, 200, "Longest a request waits to be coale
 ABSL_FLAG(int64_t, max_batch_rows, 4096, "Most rows (sum of M) in one coalesced GEMM.");
 ABSL_FLAG(int64_t, queue_capacity, 1024, "Most queued requests; beyond it UNAVAILABLE.");
 ABSL_FLAG(bool, batching, true, "Coalesce requests that share a resident B.");
+ABSL_FLAG(bool, dispatch_when_idle, true,
+          "CUDA: a GPU with no work in flight takes its next batch at once instead of waiting "
+          "--max_queue_delay_us for company (the delay applies while it is busy).");
 ABSL_FLAG(int32_t, cpu_workers, 2, "CPU backend worker threads.");
 ABSL_FLAG(int64_t, pool_cap_bytes, 0, "CUDA: device pool cap per GPU; 0 = 90% of free memory.");
 ABSL_FLAG(int64_t, staging_bytes, int64_t{2} << 30,
@@ -157,6 +160,7 @@ Options OptionsFromFlags() {
   b.max_batch_rows = absl::GetFlag(FLAGS_max_batch_rows);
   b.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
   b.enable_batching = absl::GetFlag(FLAGS_batching);
+  b.dispatch_when_idle = absl::GetFlag(FLAGS_dispatch_when_idle);
   o.cpu_workers = absl::GetFlag(FLAGS_cpu_workers);
 #ifdef GEMM_HAVE_CUDA_BACKEND
   o.cuda.pool_cap_bytes = absl::GetFlag(FLAGS_pool_cap_bytes);

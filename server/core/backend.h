@@ -3,6 +3,7 @@
 // completes every WorkItem exactly once. It also stores resident matrices.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,15 @@ class WorkSource {
   // Blocks until a batch runnable on `device` (-1: any/CPU) is ready; std::nullopt once the source
   // is shut down and drained.
   virtual std::optional<Batch> Next(int device) = 0;
+  // Tells the source that `device` has no GPU work in flight now that the first `batches_taken`
+  // batches Next(device) handed out are done with it, so that a batch waiting for company is
+  // released at once rather than leaving the device idle. A report whose count differs from the
+  // batches handed out (one was handed out since) is stale and ignored, so callers need no lock
+  // around it. Non-blocking. Default: ignored.
+  virtual void DeviceIdle(int device, uint64_t batches_taken) {
+    (void)device;
+    (void)batches_taken;
+  }
 };
 
 // One GPU (or the CPU) as reported in ServerInfo.

@@ -79,6 +79,7 @@ class Batcher::Impl {
 
   absl::Status Submit(std::shared_ptr<WorkItem> item);
   std::optional<Batch> Next(int device);
+  void DeviceIdle(int device, uint64_t batches_taken);
   void Shutdown();
   int64_t QueueDepth() const {
     absl::MutexLock lock(&mu_);
@@ -107,6 +108,12 @@ class Batcher::Impl {
   void Unreserve(uint64_t token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Reserve(const Key& key, uint64_t token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportDepth() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `device` reported itself idle and has taken no batch since (dispatch_when_idle).
+  bool IdleLocked(int device) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!options_.dispatch_when_idle || devices_.empty()) return false;
+    auto it = devices_.find(device);
+    return it != devices_.end() && it->second.idle;
+  }
 
   static bool Runnable(const Entry& e, int device) {
     if (device < 0 || e.devices.empty()) return true;
@@ -127,6 +134,13 @@ class Batcher::Impl {
   // A lower bound of the earliest deadline queued, and when the next sweep is due.
   absl::Time earliest_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time next_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // Per device (Next()'s argument): batches handed out, and whether it has reported itself idle
+  // since the last one (DeviceIdle).
+  struct DeviceState {
+    uint64_t taken = 0;
+    bool idle = false;
+  };
+  absl::flat_hash_map<int, DeviceState> devices_ ABSL_GUARDED_BY(mu_);
 };
 
 absl::Status Batcher::Impl::Submit(std::shared_ptr<WorkItem> item) {
@@ -229,11 +243,22 @@ std::optional<Batch> Batcher::Impl::Next(int device) {
   }
 }
 
+void Batcher::Impl::DeviceIdle(int device, uint64_t batches_taken) {
+  if (!options_.dispatch_when_idle) return;
+  absl::MutexLock lock(&mu_);
+  DeviceState& d = devices_[device];
+  if (d.idle || d.taken != batches_taken) return;  // already known, or stale
+  d.idle = true;
+  cv_.SignalAll();
+}
+
 bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* drops,
                                std::optional<Batch>* out) {
   for (;;) {
     const absl::Time now = clock_->Now();
     if (now >= next_sweep_) Sweep(now, drops);
+    // An idle device waits for no company, and takes keys other callers are gathering too.
+    const bool idle = IdleLocked(device);
 
     // The leader: oldest runnable entry of the highest priority, skipping keys another caller
     // is gathering.
@@ -241,7 +266,8 @@ bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* dr
     Iter leader;
     for (int q = kHigh; q <= kNormal && lq < 0; ++q) {
       for (Iter it = queues_[q].begin(); it != queues_[q].end();) {
-        if (!Runnable(*it, device) || (it->coalescible && ReservedByOther(it->key, token))) {
+        if (!Runnable(*it, device) ||
+            (it->coalescible && !idle && ReservedByOther(it->key, token))) {
           ++it;
           continue;
         }
@@ -297,13 +323,16 @@ bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* dr
       full = full || rows >= options_.max_batch_rows;
     }
 
-    if (full || shutdown_ || now >= release_at) {
+    if (full || shutdown_ || now >= release_at || idle) {
       Batch batch;
       batch.released = now;
       batch.rows = rows;
       batch.items.reserve(members.size());
       for (auto& [q, it] : members) batch.items.push_back(Remove(q, it).item);
       *out = std::move(batch);
+      DeviceState& d = devices_[device];
+      ++d.taken;
+      d.idle = false;
       return true;
     }
 
@@ -442,6 +471,10 @@ absl::Status Batcher::Submit(std::shared_ptr<WorkItem> item) {
 }
 
 std::optional<Batch> Batcher::Next(int device) { return impl_->Next(device); }
+
+void Batcher::DeviceIdle(int device, uint64_t batches_taken) {
+  impl_->DeviceIdle(device, batches_taken);
+}
 
 void Batcher::Shutdown() { impl_->Shutdown(); }
 

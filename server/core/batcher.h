@@ -20,6 +20,10 @@
 //    full waits until `max_queue_delay` after the leader was queued, more items arrive, or the
 //    earliest member deadline. While one Next() call waits on a key, other callers skip that
 //    key and serve the rest of the queue.
+//  - Idle devices do not wait (`dispatch_when_idle`): a caller whose device reported itself idle
+//    (DeviceIdle) and has taken no batch since gets its batch at once with whatever is queued,
+//    also one that another caller is gathering. Waiting for company only pays while the device
+//    is busy; a lone request at an idle server would otherwise sit out the whole delay.
 //  - Device affinity: an item whose resident B lives on `desc().devices` is only handed to
 //    Next(d) for d in that list; {-1} or an empty list, no resident B, or a caller passing -1
 //    means any caller. (A group whose matrices live on disjoint devices is refused by Submit.)
@@ -58,6 +62,9 @@ class Batcher : public WorkSource {
     int64_t queue_capacity = 1024;
     // Whether to coalesce at all. Default true.
     bool enable_batching = true;
+    // Whether a device that reported itself idle (DeviceIdle) gets its next batch without waiting
+    // for company. Default true; false: every partial batch waits out `max_queue_delay`.
+    bool dispatch_when_idle = true;
     // How often the whole queue is swept for cancelled requests (expired ones are swept at their
     // deadline). Default 10ms.
     absl::Duration sweep_interval = absl::Milliseconds(10);
@@ -88,6 +95,11 @@ class Batcher : public WorkSource {
   // Shutdown() it stops waiting for company and returns nullopt once nothing runnable on `device`
   // is left. Thread-safe; any number of concurrent callers.
   std::optional<Batch> Next(int device) override;
+
+  // WorkSource: `device` has nothing in flight after the first `batches_taken` batches handed to
+  // Next(device); a partial batch for it is then released at once (stale reports are ignored).
+  // Thread-safe; takes the batcher's lock briefly.
+  void DeviceIdle(int device, uint64_t batches_taken) override;
 
   // Stops accepting; Next() keeps handing out what is queued, then returns nullopt. Idempotent.
   // Thread-safe.

@@ -56,6 +56,8 @@ Executor::~Executor() { Join(); }
 
 void Executor::Start(core::WorkSource* source) {
   started_ = true;
+  source_ = source;
+  source_->DeviceIdle(device_->ordinal(), 0);  // nothing taken, nothing in flight
   // NOTE: several of each. Measured on the H200 (decode M=16, 64 callers, --shm): with one of
   // each, the completion thread was the limit when batching (1.2 ms from the GPU finishing to
   // completion; 22.9k req/s) and the launch thread without (~60 us of CUDA calls per unit; 11.4k
@@ -188,6 +190,8 @@ double Executor::EstimateUs(const Unit& unit) const {
 
 void Executor::CountInFlightLocked(Unit& unit) {
   ++in_flight_;
+  unit.gpu_pending = true;
+  gpu_pending_.fetch_add(1);
   if (config_.max_work_in_flight_us > 0) {
     unit.est_us = EstimateUs(unit);
     work_in_flight_us_ += unit.est_us;
@@ -245,11 +249,13 @@ void Executor::RunBatch(core::Batch batch) {
     // The batch's units take over the slot its launch thread held while pulling it.
     absl::MutexLock lock(&mu_);
     for (auto& u : units) CountInFlightLocked(*u);
+    batches_taken_.fetch_add(1);  // after its units (see batches_taken_)
     if (bounded()) {
       --pulling_;
       slot_cv_.Signal();  // an empty batch (all items dropped) frees its slot
     }
   }
+  if (units.empty()) ReportIfIdle();
   for (auto& u : units) {
     u->released = batch.released;
     RunUnit(std::move(u));
@@ -558,13 +564,27 @@ void Executor::EventDone(void* unit, cudaError_t result) {
   // other units: one 256 KiB D per unit, copied and answered inline on the watcher, bounded
   // decode without batching to ~8k units/s (H200, 2026-11-25; see watcher_completion_bytes).
   if (u->owner->QuickToComplete(*u)) {
+    u->owner->GpuDone(u);
     u->owner->Retire(std::unique_ptr<Unit>(u), /*drain=*/false);
     return;
   }
   u->owner->Enqueued(u);
 }
 
+void Executor::GpuDone(Unit* unit) {
+  if (!unit->gpu_pending) return;
+  unit->gpu_pending = false;
+  if (gpu_pending_.fetch_sub(1) == 1) ReportIfIdle();
+}
+
+void Executor::ReportIfIdle() {
+  const uint64_t taken = batches_taken_.load();
+  if (gpu_pending_.load() != 0) return;
+  source_->DeviceIdle(device_->ordinal(), taken);
+}
+
 void Executor::Enqueued(Unit* unit) {
+  GpuDone(unit);
   absl::MutexLock lock(&mu_);
   done_queue_.push_back(unit);
   work_cv_.Signal();
@@ -601,6 +621,7 @@ void Executor::CompletionLoop() {
 }
 
 void Executor::Retire(std::unique_ptr<Unit> u, bool drain) {
+  GpuDone(u.get());  // where neither the event nor the hand-over did (no-op otherwise)
   const double est_us = u->est_us;
   Complete(std::move(u), drain);
   absl::MutexLock lock(&mu_);

@@ -113,6 +113,10 @@ class Executor {
   void RunItemsAlone(Unit* u);
   // Hands a unit whose work is enqueued (or failed before) to the completion thread.
   void Enqueued(Unit* unit);
+  // `unit`'s GPU work is over (or it never got any): takes it out of gpu_pending_ (once).
+  void GpuDone(Unit* unit);
+  // Tells the source this GPU is idle if nothing it took is pending on the GPU now.
+  void ReportIfIdle();
   void CompletionLoop();
   // Frees what `unit` took and answers its items: the first on this thread, the others queued
   // for the other completion threads (answering one request costs ~10-20 us of gRPC work, so a
@@ -167,6 +171,14 @@ class Executor {
   int pulling_ ABSL_GUARDED_BY(mu_) = 0;  // launch threads holding a slot for the batch they pull
   absl::CondVar slot_cv_;                 // signalled when a unit completes (in_flight_ drops)
   int pullers_done_ ABSL_GUARDED_BY(mu_) = 0;
+  // For the source's idle dispatch (core::WorkSource::DeviceIdle): batches taken from it, and
+  // units counted in flight whose GPU work is not over. A batch's units are counted before the
+  // batch, and idle is reported with the count read before checking that nothing is pending, so
+  // a report never claims a batch whose units it did not see finish (the source ignores reports
+  // whose count is not its own).
+  std::atomic<uint64_t> batches_taken_{0};
+  std::atomic<int64_t> gpu_pending_{0};
+  core::WorkSource* source_ = nullptr;
   bool started_ = false;
 };
 

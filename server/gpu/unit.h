@@ -86,6 +86,7 @@ struct Unit {
   // stream) when the compute stream reached this unit's kernels.
   cudaEvent_t ev[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   bool timed = false;
+  bool gpu_pending = false;     // counted in the executor's gpu_pending_ (until GpuDone)
   absl::Duration host_copy_in;  // memcpy into staging (part of copy_in)
   absl::Duration launch;        // host time planning and enqueuing (Timing::launch)
   absl::Time gpu_done;          // when the stream callback ran

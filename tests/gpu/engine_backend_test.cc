@@ -415,6 +415,29 @@ TEST_F(EngineTest, StackedItemsWithCAndMixedScalarsMatchFloat64) {
   }
 }
 
+TEST_F(EngineTest, ExecutorReportsIdleWithTheBatchesItTook) {
+  Harness h(FastOptions());
+  ASSERT_NE(h.backend, nullptr);
+  // At start: nothing taken.
+  EXPECT_GE(h.source.idle_reports.load(), 1);
+  EXPECT_EQ(h.source.last_idle_taken[0].load(), 0u);
+  for (int i = 1; i <= 3; ++i) {
+    core::GemmRequest r;
+    r.request_id = absl::StrCat("idle-", i);
+    HostOperands ops;
+    core::Problem p = MakeProblem(64, 256, 128, core::BLayout::kKN, core::DType::kBF16);
+    FillRandom(p, ops, gen_, false);
+    r.problems = {p};
+    Outcome out;
+    h.source.Push(MakeBatch({MakeItem(r, &out)}), 0);  // to GPU 0 (others may be present)
+    ASSERT_TRUE(out.done.WaitForNotificationWithTimeout(kWait));
+    ASSERT_TRUE(out.result.ok()) << out.result.status();
+    // The unit's GPU work is over before it is answered, so the report is in: i batches taken.
+    EXPECT_EQ(h.source.last_idle_taken[0].load(), static_cast<uint64_t>(i));
+  }
+  EXPECT_EQ(h.source.pulled.load(), 3);
+}
+
 TEST_F(EngineTest, CoalescedBatchOnResident8192EqualsPerItemResults) {
   Harness h(FastOptions());
   ASSERT_NE(h.backend, nullptr);

@@ -2,7 +2,8 @@
 // concurrent clients sending decode-style requests against a resident weight (coalesced by the
 // batcher) mixed with inline requests, checked against float64; GetServerInfo names the serving
 // kernel; releasing the weight returns the pool to its idle usage. The same through a registered
-// shared-memory region (page-locked: copies read A and write D in place). Skipped without a GPU.
+// shared-memory region (page-locked: copies read A and write D in place). A lone request at an
+// idle GPU does not wait out the batching delay. Skipped without a GPU.
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,9 +44,11 @@ absl::StatusOr<v1::MatrixInfo> RegisterWeight(client::GemmClient& c, int64_t n, 
 
 // Starts gemm_server --backend=cuda. GEMM_SERVER_BINARY overrides the build-tree path (e.g. when
 // run from a device bundle).
-absl::StatusOr<std::unique_ptr<gemm::testing::ServerProcess>> StartCudaServer() {
+absl::StatusOr<std::unique_ptr<gemm::testing::ServerProcess>> StartCudaServer(
+    std::vector<std::string> flags = {}) {
   const char* binary = std::getenv("GEMM_SERVER_BINARY");
-  return gemm::testing::ServerProcess::Start({"--backend=cuda"}, absl::Seconds(120),
+  flags.insert(flags.begin(), "--backend=cuda");
+  return gemm::testing::ServerProcess::Start(std::move(flags), absl::Seconds(120),
                                              binary != nullptr ? binary : "");
 }
 
@@ -197,6 +200,58 @@ TEST(EngineServiceTest, SixtyFourClientsResidentAndInlineMatchFloat64) {
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->devices(0).pool_used_bytes(), idle_used);
   EXPECT_EQ((*server)->Stop(SIGTERM), 0);
+}
+
+// One caller at a time against a resident weight, with a batching delay of 300 ms: an idle GPU
+// takes each request at once (--dispatch_when_idle, the default); with it off each one sits out
+// the whole delay in the queue. Results checked against float64 both ways.
+TEST(EngineServiceTest, IdleGpuServesALoneRequestWithoutTheBatchingDelay) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const int64_t N = 1024, K = 1024, M = 16;
+  constexpr int64_t kDelayUs = 300000;
+  absl::BitGen gen;
+  const std::string w = RandomBf16Bytes(N * K, gen);
+  for (const bool idle_dispatch : {true, false}) {
+    SCOPED_TRACE(absl::StrCat("dispatch_when_idle=", idle_dispatch));
+    auto server =
+        StartCudaServer({absl::StrCat("--max_queue_delay_us=", kDelayUs),
+                         absl::StrCat("--dispatch_when_idle=", idle_dispatch ? "true" : "false")});
+    ASSERT_TRUE(server.ok()) << server.status();
+    client::GemmClient& c = (*server)->client();
+    auto reg = RegisterWeight(c, N, K, w);
+    ASSERT_TRUE(reg.ok()) << reg.status();
+    gemm::testing::HostProblem hp;
+    hp.m = M;
+    hp.n = N;
+    hp.k = K;
+    hp.b_nk = true;
+    hp.b = w;
+    for (int i = 0; i < 3; ++i) {
+      hp.a = RandomBf16Bytes(M * K, gen);
+      v1::GemmRequest req;
+      req.set_request_id(absl::StrCat("lone-", i));
+      v1::Problem* p = req.mutable_problem();
+      p->set_m(M);
+      p->set_n(N);
+      p->set_k(K);
+      p->set_a(hp.a);
+      p->set_b_handle(reg->handle());
+      p->set_b_layout(v1::B_LAYOUT_NK);
+      p->set_output_dtype(v1::DTYPE_BF16);
+      auto resp = c.Gemm(req, absl::Seconds(60));
+      ASSERT_TRUE(resp.ok()) << resp.status();
+      ASSERT_EQ(resp->outputs_size(), 1);
+      EXPECT_LE(gemm::testing::OutputError(hp, resp->outputs(0)), gemm::testing::Tolerance(hp));
+      const double queue_us = resp->timing().queue_us();
+      GTEST_LOG_(INFO) << "request " << i << ": queue " << queue_us << " us, total "
+                       << resp->timing().total_us() << " us";
+      if (idle_dispatch) {
+        EXPECT_LT(queue_us, kDelayUs / 10) << "an idle GPU should not wait for company";
+      } else {
+        EXPECT_GE(queue_us, kDelayUs * 0.95) << "without idle dispatch the delay applies";
+      }
+    }
+  }
 }
 
 TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {

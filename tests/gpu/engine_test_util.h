@@ -2,6 +2,7 @@
 // WorkItems whose results can be awaited, resident-matrix registration and the float64 check.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -31,6 +32,9 @@ class FakeSource : public core::WorkSource {
   std::function<void()> before_next;
   // Batches handed out so far.
   std::atomic<int64_t> pulled{0};
+  // DeviceIdle reports so far, and the batch count of the last one per device (0-7).
+  std::atomic<int64_t> idle_reports{0};
+  std::array<std::atomic<uint64_t>, 8> last_idle_taken{};
 
   void Push(core::Batch batch, int device = -1) {
     absl::MutexLock lock(&mu_);
@@ -40,6 +44,10 @@ class FakeSource : public core::WorkSource {
   void Shutdown() {
     absl::MutexLock lock(&mu_);
     shutdown_ = true;
+  }
+  void DeviceIdle(int device, uint64_t batches_taken) override {
+    if (device >= 0 && device < 8) last_idle_taken[device].store(batches_taken);
+    idle_reports.fetch_add(1);
   }
   std::optional<core::Batch> Next(int device) override {
     if (before_next) before_next();

@@ -1,6 +1,6 @@
-// Tests of the dynamic batcher with an injected FakeClock: coalescing, max delay, row bound,
-// priorities, deadlines, cancellation, queue bound, device affinity, shutdown, and exactly-once
-// completion under concurrency (real clock).
+// Tests of the dynamic batcher with an injected FakeClock: coalescing, max delay, idle dispatch,
+// row bound, priorities, deadlines, cancellation, queue bound, device affinity, shutdown, and
+// exactly-once completion under concurrency (real clock).
 #include "server/core/batcher.h"
 
 #include <atomic>
@@ -123,6 +123,21 @@ class BatcherTest : public Test {
     return f.wait_for(absl::ToChronoMilliseconds(wait)) == std::future_status::ready;
   }
 
+  // Next(device) expected to return without the clock moving (nullopt after 10 s otherwise).
+  std::optional<Batch> NextAtOnce(int device) {
+    auto f = AsyncNext(device);
+    if (!ReadySoon(f)) return std::nullopt;
+    return f.get();
+  }
+
+  // Whether `f` finishes within 10 s; if not, shuts the batcher down so that the test fails
+  // instead of hanging on the future.
+  bool ReadySoon(std::future<std::optional<Batch>>& f) {
+    if (Ready(f, absl::Seconds(10))) return true;
+    batcher_->Shutdown();
+    return false;
+  }
+
   std::string inline_b_ = std::string(64 * 64 * 2, '\0');
   FakeClock clock_;
   std::unique_ptr<Batcher> batcher_;
@@ -237,6 +252,115 @@ TEST_F(BatcherTest, ZeroDelayReleasesAtOnce) {
   std::optional<Batch> b = batcher_->Next(0);
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->items.size(), 2u);  // what is queued still coalesces
+}
+
+TEST_F(BatcherTest, IdleDeviceTakesALoneRequestAtOnce) {
+  Make();
+  batcher_->DeviceIdle(0, 0);  // nothing handed out yet, nothing in flight
+  auto a = Item(16, w_);
+  SubmitOk(a);
+  auto f = AsyncNext(0);
+  ASSERT_TRUE(ReadySoon(f));  // the clock never moves: no waiting
+  std::optional<Batch> b = f.get();
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->items.size(), 1u);
+  EXPECT_EQ(b->items[0], a);
+  EXPECT_EQ(b->released, a->arrival);
+}
+
+TEST_F(BatcherTest, IdleDeviceWaitingForWorkTakesTheFirstArrivalAtOnce) {
+  Make();
+  batcher_->DeviceIdle(0, 0);
+  auto f = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  auto a = Item(16, w_);
+  SubmitOk(a);
+  ASSERT_TRUE(ReadySoon(f));
+  std::optional<Batch> b = f.get();
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->items[0], a);
+}
+
+TEST_F(BatcherTest, BusyDeviceGathersUntilItReportsIdle) {
+  Make();
+  batcher_->DeviceIdle(0, 0);
+  SubmitOk(Item(16, w_));
+  ASSERT_TRUE(NextAtOnce(0).has_value());  // batch 1: the device is busy with it now
+  auto b = Item(16, w_);
+  auto c = Item(16, w_);
+  SubmitOk(b);
+  auto f = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  EXPECT_FALSE(Ready(f));  // waits for company while the device works
+  SubmitOk(c);
+  EXPECT_FALSE(Ready(f));
+  batcher_->DeviceIdle(0, 1);  // batch 1 done: release what has gathered, before the delay
+  ASSERT_TRUE(ReadySoon(f));
+  std::optional<Batch> got = f.get();
+  ASSERT_TRUE(got.has_value());
+  ASSERT_EQ(got->items.size(), 2u);
+  EXPECT_EQ(got->items[0], b);
+  EXPECT_EQ(got->items[1], c);
+  EXPECT_LT(got->released - b->arrival, kDelay);
+}
+
+TEST_F(BatcherTest, StaleIdleReportIsIgnored) {
+  Make();
+  batcher_->DeviceIdle(0, 0);
+  SubmitOk(Item(16, w_));
+  ASSERT_TRUE(NextAtOnce(0).has_value());  // batch 1 handed out after the report
+  batcher_->DeviceIdle(0, 0);              // a report sent before batch 1 was counted
+  auto b = Item(16, w_);
+  SubmitOk(b);
+  auto f = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  EXPECT_FALSE(Ready(f));
+  clock_.Advance(kDelay);  // only the delay releases it
+  std::optional<Batch> got = f.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->items[0], b);
+  EXPECT_EQ(got->released - b->arrival, kDelay);
+}
+
+TEST_F(BatcherTest, IdleReportsAreIgnoredWhenDispatchWhenIdleIsOff) {
+  Batcher::Options o;
+  o.dispatch_when_idle = false;
+  Make(o);
+  batcher_->DeviceIdle(0, 0);
+  auto a = Item(16, w_);
+  SubmitOk(a);
+  auto f = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  EXPECT_FALSE(Ready(f));
+  clock_.Advance(kDelay);
+  std::optional<Batch> got = f.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->released - a->arrival, kDelay);
+}
+
+TEST_F(BatcherTest, IdleDeviceTakesWhatABusyDeviceIsGathering) {
+  Make();
+  batcher_->DeviceIdle(0, 0);
+  SubmitOk(Item(16, w_));
+  ASSERT_TRUE(NextAtOnce(0).has_value());  // device 0 is busy
+  auto a = Item(16, w_);                   // runnable anywhere
+  SubmitOk(a);
+  auto on0 = AsyncNext(0);  // gathers a batch around `a`
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  EXPECT_FALSE(Ready(on0));
+  // Device 1 is idle and not reported: it respects device 0's gathering.
+  auto on1 = AsyncNext(1);
+  ASSERT_TRUE(clock_.AwaitWaiters(2));
+  EXPECT_FALSE(Ready(on1));
+  // Once device 1 reports itself idle it takes `a` at once.
+  batcher_->DeviceIdle(1, 0);
+  ASSERT_TRUE(ReadySoon(on1));
+  std::optional<Batch> got = on1.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->items[0], a);
+  EXPECT_FALSE(Ready(on0));
+  batcher_->Shutdown();
+  EXPECT_FALSE(on0.get().has_value());
 }
 
 TEST_F(BatcherTest, HighPriorityOvertakesNormal) {
