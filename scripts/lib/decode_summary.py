@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Summary table of the decode_run points under a folder (scripts/lib/decode_run.sh): throughput,
-latency, requests per message, batch, event-timed compute, host CPU per request of the server
+latency (mean, p99), server queue time, requests per message, batch, event-timed compute, host CPU per request of the server
 and of the load generator over the loadgen's run (from NAME.cpu), and the server's logged host
 time per unit by phase (executor, logged at shutdown).
 
@@ -36,8 +36,8 @@ def cpu_us_per_request(path, rps):
 
 def main():
     out = sys.argv[1]
-    print(f"{'run':30} {'req/s':>8} {'mean ms':>8} {'req/msg':>7} {'batch':>6} "
-          f"{'compute':>8} {'srv cpu':>8} {'lg cpu':>7} {'verified':>9}")
+    print(f"{'run':30} {'req/s':>8} {'mean ms':>8} {'p99 ms':>7} {'req/msg':>7} {'batch':>6} "
+          f"{'queue':>7} {'compute':>8} {'srv cpu':>8} {'lg cpu':>7} {'verified':>9}")
     phases = []
     for f in sorted(os.listdir(out)):
         if not f.endswith(".json"):
@@ -47,8 +47,9 @@ def main():
         st = p["server_timing_us"]
         rpm = p.get("stream_requests", 0) / max(1, p.get("stream_messages", 0))
         srv, lg = cpu_us_per_request(os.path.join(out, name + ".cpu"), p["throughput_rps"])
-        print(f"{name:30} {p['throughput_rps']:8.0f} {p['latency_ms']['mean']:8.3f} {rpm:7.2f} "
-              f"{st['batch_requests']:6.1f} {st['compute']:8.1f} {srv:8.1f} {lg:7.1f} "
+        print(f"{name:30} {p['throughput_rps']:8.0f} {p['latency_ms']['mean']:8.3f} "
+              f"{p['latency_ms']['p99']:7.3f} {rpm:7.2f} {st['batch_requests']:6.1f} "
+              f"{st['queue']:7.1f} {st['compute']:8.1f} {srv:8.1f} {lg:7.1f} "
               f"{p['verify']['checked']:>5}/{p['verify']['mismatches']}")
         log = os.path.join(out, f"server-{name}.log")
         if os.path.exists(log):

@@ -1,8 +1,11 @@
-// CPU backend: worker threads pull batches and run each problem through cblas_sgemm.
+// CPU backend: worker threads pull batches and run each problem through cblas_sgemm; the source
+// is told when no batch is running (WorkSource::DeviceIdle, device -1).
 #include "server/cpu/cpu_backend.h"
 
 #include <cblas.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -83,10 +86,21 @@ class CpuBackend final : public core::Backend {
 
   absl::Status Start(core::WorkSource* source) override {
     openblas_set_num_threads(options_.blas_threads);
+    source->DeviceIdle(-1, 0);  // nothing taken, nothing running
     for (int i = 0; i < std::max(1, options_.workers); ++i) {
       threads_.emplace_back([this, source] {
         SetCurrentThreadName("gemm-cpu");
-        while (auto batch = source->Next(-1)) Run(*batch);
+        while (auto batch = source->Next(-1)) {
+          // NOTE: running_ before taken_, and taken_ read before running_ is checked, so an
+          // idle report never counts a batch still running (see WorkSource::DeviceIdle).
+          running_.fetch_add(1);
+          taken_.fetch_add(1);
+          Run(*batch);
+          if (running_.fetch_sub(1) == 1) {
+            const uint64_t taken = taken_.load();
+            if (running_.load() == 0) source->DeviceIdle(-1, taken);
+          }
+        }
       });
     }
     return absl::OkStatus();
@@ -169,6 +183,9 @@ class CpuBackend final : public core::Backend {
 
   const CpuBackendOptions options_;
   std::vector<std::thread> threads_;
+  // Batches taken from the source, and batches running now (for WorkSource::DeviceIdle).
+  std::atomic<uint64_t> taken_{0};
+  std::atomic<int> running_{0};
 };
 
 }  // namespace

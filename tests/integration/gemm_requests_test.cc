@@ -1,5 +1,5 @@
 // Integration: correct results for every request kind through the real server (CPU backend
-// unless the build and machine have a GPU) and the real client library.
+// unless the build and machine have a GPU) and the real client library; idle dispatch.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -292,6 +292,48 @@ TEST_F(GemmRequestsTest, ManyShortStreamsAnswerEveryRequestOnce) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(bad.load(), 0);
   EXPECT_TRUE(client().GetServerInfo().ok());  // the server is still up
+}
+
+// A lone request against a resident matrix, with a 300 ms batching delay: an idle server runs it
+// at once (--dispatch_when_idle, the default); with that off it waits out the delay in the queue.
+TEST(IdleDispatchTest, IdleServerRunsALoneRequestWithoutTheBatchingDelay) {
+  constexpr int64_t kDelayUs = 300000;
+  absl::BitGen gen;
+  for (const bool idle_dispatch : {true, false}) {
+    SCOPED_TRACE(absl::StrCat("dispatch_when_idle=", idle_dispatch));
+    auto s = ServerProcess::Start(
+        {"--backend=cpu", absl::StrCat("--max_queue_delay_us=", kDelayUs),
+         absl::StrCat("--dispatch_when_idle=", idle_dispatch ? "true" : "false")});
+    ASSERT_TRUE(s.ok()) << s.status();
+    client::GemmClient& c = (*s)->client();
+    const int64_t k = 64, n = 48;
+    HostProblem p = RandomProblem(8, n, k, true, false, 1, 0, gen);
+    v1::MatrixHeader h;
+    h.set_name("w");
+    h.set_rows(n);
+    h.set_cols(k);
+    h.set_dtype(v1::DTYPE_BF16);
+    h.set_layout(v1::B_LAYOUT_NK);
+    auto info = c.RegisterMatrix(h, p.b);
+    ASSERT_TRUE(info.ok()) << info.status();
+    for (int rep = 0; rep < 3; ++rep) {
+      HostProblem q = RandomProblem(8, n, k, true, false, 1, 0, gen);
+      q.b = p.b;
+      v1::GemmRequest req;
+      FillProto(q, req.mutable_problem());
+      req.mutable_problem()->set_b_handle(info->handle());
+      auto resp = c.Gemm(req, absl::Seconds(60));
+      ASSERT_TRUE(resp.ok()) << resp.status();
+      EXPECT_LE(OutputError(q, resp->outputs(0)), Tolerance(q));
+      EXPECT_EQ(resp->timing().batch_requests(), 1);
+      if (idle_dispatch) {
+        EXPECT_LT(resp->timing().queue_us(), kDelayUs / 10) << "an idle server waited";
+      } else {
+        EXPECT_GE(resp->timing().queue_us(), kDelayUs * 0.95) << "the delay did not apply";
+      }
+    }
+    EXPECT_EQ((*s)->Stop(SIGTERM), 0);
+  }
 }
 
 TEST_F(GemmRequestsTest, ThirtyTwoConcurrentClients) {
