@@ -30,18 +30,6 @@
 namespace gemm::gpu {
 namespace {
 
-// Registers `w` as a resident [N,K] weight named "w".
-absl::StatusOr<v1::MatrixInfo> RegisterWeight(client::GemmClient& c, int64_t n, int64_t k,
-                                              const std::string& w) {
-  v1::MatrixHeader header;
-  header.set_name("w");
-  header.set_rows(n);
-  header.set_cols(k);
-  header.set_dtype(v1::DTYPE_BF16);
-  header.set_layout(v1::B_LAYOUT_NK);
-  return c.RegisterMatrix(header, w);
-}
-
 // Starts gemm_server --backend=cuda. GEMM_SERVER_BINARY overrides the build-tree path (e.g. when
 // run from a device bundle).
 absl::StatusOr<std::unique_ptr<gemm::testing::ServerProcess>> StartCudaServer(
@@ -83,7 +71,7 @@ TEST(EngineServiceTest, SixtyFourClientsResidentAndInlineMatchFloat64) {
   const int64_t N = 4096, K = 4096;
   absl::BitGen gen;
   const std::string w = RandomBf16Bytes(N * K, gen);
-  auto reg = RegisterWeight(c, N, K, w);
+  auto reg = gemm::testing::RegisterNkWeight(c, "w", N, K, w);
   ASSERT_TRUE(reg.ok()) << reg.status();
   const std::string handle = reg->handle();
 
@@ -218,7 +206,7 @@ TEST(EngineServiceTest, IdleGpuServesALoneRequestWithoutTheBatchingDelay) {
                          absl::StrCat("--dispatch_when_idle=", idle_dispatch ? "true" : "false")});
     ASSERT_TRUE(server.ok()) << server.status();
     client::GemmClient& c = (*server)->client();
-    auto reg = RegisterWeight(c, N, K, w);
+    auto reg = gemm::testing::RegisterNkWeight(c, "w", N, K, w);
     ASSERT_TRUE(reg.ok()) << reg.status();
     gemm::testing::HostProblem hp;
     hp.m = M;
@@ -266,7 +254,7 @@ TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
   const int64_t N = 4096, K = 4096, M = 16;
   absl::BitGen gen;
   const std::string w = RandomBf16Bytes(N * K, gen);
-  auto reg = RegisterWeight(c, N, K, w);
+  auto reg = gemm::testing::RegisterNkWeight(c, "w", N, K, w);
   ASSERT_TRUE(reg.ok()) << reg.status();
 
   // One region: per client an A slot and a D slot, plus room for a batched problem.

@@ -308,13 +308,7 @@ TEST(IdleDispatchTest, IdleServerRunsALoneRequestWithoutTheBatchingDelay) {
     client::GemmClient& c = (*s)->client();
     const int64_t k = 64, n = 48;
     HostProblem p = RandomProblem(8, n, k, true, false, 1, 0, gen);
-    v1::MatrixHeader h;
-    h.set_name("w");
-    h.set_rows(n);
-    h.set_cols(k);
-    h.set_dtype(v1::DTYPE_BF16);
-    h.set_layout(v1::B_LAYOUT_NK);
-    auto info = c.RegisterMatrix(h, p.b);
+    auto info = RegisterNkWeight(c, "w", n, k, p.b);
     ASSERT_TRUE(info.ok()) << info.status();
     for (int rep = 0; rep < 3; ++rep) {
       HostProblem q = RandomProblem(8, n, k, true, false, 1, 0, gen);

@@ -1,10 +1,12 @@
-// Helpers for integration tests: random problems with host-side operands, proto filling and
-// checking an output against the float64 reference.
+// Helpers for integration tests: random problems with host-side operands, proto filling,
+// checking an output against the float64 reference, registering a resident weight.
 #pragma once
 
 #include <string>
 
 #include "absl/random/random.h"
+#include "absl/status/statusor.h"
+#include "client/gemm_client.h"
 #include "gemm/v1/gemm_service.pb.h"
 
 namespace gemm::testing {
@@ -30,5 +32,9 @@ double OutputError(const HostProblem& p, const v1::Output& out, int64_t index = 
 
 // Tolerance for the problem's output dtype (8e-3 bf16, 1e-5 fp32).
 double Tolerance(const HostProblem& p);
+
+// Registers `bytes` as a resident BF16 [N,K] matrix named `name` (a Linear layer's weight).
+absl::StatusOr<v1::MatrixInfo> RegisterNkWeight(client::GemmClient& c, const std::string& name,
+                                                int64_t n, int64_t k, const std::string& bytes);
 
 }  // namespace gemm::testing
