@@ -94,8 +94,8 @@ class Batcher::Impl {
 
   // One round of Next() under the lock: returns true when finished (`*out` holds the batch or
   // nullopt for "no more work"), false when `drops` must be completed before going on.
-  bool NextLocked(int device, uint64_t token, std::vector<Drop>* drops, std::optional<Batch>* out)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool NextLocked(int device, uint64_t token, std::vector<Drop>* drops, std::optional<Batch>* out,
+                  Metrics::Release* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `e` must be answered now instead of run; if so, appends it to `drops`.
   bool ShouldDrop(const Entry& e, absl::Time now, std::vector<Drop>* drops) const;
   // Removes `it` from queue `q` (for a drop or a hand-out).
@@ -232,13 +232,17 @@ std::optional<Batch> Batcher::Impl::Next(int device) {
   for (;;) {
     std::vector<Drop> drops;
     std::optional<Batch> out;
+    Metrics::Release why = Metrics::Release::kAlone;
     bool finished;
     {
       absl::MutexLock lock(&mu_);
-      finished = NextLocked(device, token, &drops, &out);
+      finished = NextLocked(device, token, &drops, &out, &why);
       if (finished) Unreserve(token);
     }
     Complete(drops);
+    if (finished && out.has_value() && options_.metrics != nullptr) {
+      options_.metrics->RecordBatchReleased(why);
+    }
     if (finished) return out;
   }
 }
@@ -253,7 +257,7 @@ void Batcher::Impl::DeviceIdle(int device, uint64_t batches_taken) {
 }
 
 bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* drops,
-                               std::optional<Batch>* out) {
+                               std::optional<Batch>* out, Metrics::Release* why) {
   for (;;) {
     const absl::Time now = clock_->Now();
     if (now >= next_sweep_) Sweep(now, drops);
@@ -293,7 +297,8 @@ bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* dr
     std::vector<std::pair<int, Iter>> members = {{lq, leader}};
     int64_t rows = leader->rows;
     bool full = !leader->coalescible || rows >= options_.max_batch_rows;
-    absl::Time release_at = std::min(leader->enqueued + options_.max_queue_delay, leader->deadline);
+    const absl::Time delay_end = leader->enqueued + options_.max_queue_delay;
+    absl::Time release_at = std::min(delay_end, leader->deadline);
     if (leader->coalescible && !full) {
       for (int q : {lq, 1 - lq}) {
         for (Iter it = queues_[q].begin();
@@ -324,12 +329,19 @@ bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* dr
     }
 
     if (full || shutdown_ || now >= release_at || idle) {
+      const bool leader_coalescible = leader->coalescible;
       Batch batch;
       batch.released = now;
       batch.rows = rows;
       batch.items.reserve(members.size());
       for (auto& [q, it] : members) batch.items.push_back(Remove(q, it).item);
       *out = std::move(batch);
+      using R = Metrics::Release;
+      *why = !leader_coalescible ? R::kAlone
+             : full              ? R::kFull
+             : shutdown_         ? R::kShutdown
+             : now >= release_at ? (release_at < delay_end ? R::kDeadline : R::kDelay)
+                                 : R::kIdle;
       DeviceState& d = devices_[device];
       ++d.taken;
       d.idle = false;

@@ -84,6 +84,16 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                   .Name("gemm_batcher_dropped_total")
                   .Help("Requests the batcher answered without running them, by reason.")
                   .Register(r);
+  auto& released = prometheus::BuildCounter()
+                       .Name("gemm_batches_released_total")
+                       .Help("Batches the batcher handed out, by what released them.")
+                       .Register(r);
+  static constexpr const char* kReleaseNames[] = {"alone", "full",     "idle",
+                                                  "delay", "deadline", "shutdown"};
+  static_assert(std::size(kReleaseNames) == static_cast<size_t>(Release::kCount));
+  for (size_t i = 0; i < std::size(kReleaseNames); ++i) {
+    released_[i] = &released.Add({{"reason", kReleaseNames[i]}});
+  }
   pool_in_use_ = &prometheus::BuildGauge()
                       .Name("gemm_pool_bytes_in_use")
                       .Help("Device memory pool bytes in use.")
@@ -192,6 +202,10 @@ void Metrics::SetQueueDepth(int64_t depth) { queue_depth_->Set(static_cast<doubl
 void Metrics::RecordDropped(absl::string_view reason) {
   // Family::Add returns the existing series for a known label set.
   dropped_->Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::RecordBatchReleased(Release reason) {
+  released_[static_cast<size_t>(reason)]->Increment();
 }
 
 void Metrics::SetPoolBytes(int device, int64_t in_use, int64_t capacity) {

@@ -8,6 +8,7 @@
 // (cuBLASLt + OpenBLAS), so its threads never started in gemm_server.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,6 +48,9 @@ class MetricsHttpServer;
 //   gemm_batcher_dropped_total{reason}           counter, requests answered by the batcher without
 //                                                running (reason: deadline, cancelled, queue_full,
 //                                                shutdown)
+//   gemm_batches_released_total{reason}          counter, batches the batcher handed out, by what
+//                                                released them (alone, full, idle, delay,
+//                                                deadline, shutdown)
 //   gemm_pool_bytes_in_use{device}               gauge, device memory pool bytes in use
 //   gemm_pool_bytes_capacity{device}             gauge, device memory pool capacity
 //   gemm_resident_matrices                       gauge, registered resident matrices
@@ -82,6 +86,13 @@ class Metrics {
   // Counts one request the batcher answered without running it. `reason`: "deadline",
   // "cancelled", "queue_full" or "shutdown".
   void RecordDropped(absl::string_view reason);
+
+  // Why the batcher handed a batch out: it could not coalesce (kAlone), reached max_batch_rows
+  // (kFull), its device was idle (kIdle), max_queue_delay passed (kDelay), a member's deadline
+  // came (kDeadline), or the server is shutting down (kShutdown).
+  enum class Release { kAlone, kFull, kIdle, kDelay, kDeadline, kShutdown, kCount };
+  // Counts one batch handed out for `reason`. Lock-free (one atomic add).
+  void RecordBatchReleased(Release reason);
 
   // Sets the memory pool bytes in use and the pool capacity of `device`.
   void SetPoolBytes(int device, int64_t in_use, int64_t capacity);
@@ -138,6 +149,8 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* batch_rows_;
   prometheus::Family<prometheus::Histogram>* batch_requests_;
   prometheus::Family<prometheus::Counter>* dropped_;
+  // gemm_batches_released_total, one series per Release (made up front: no lookup per batch).
+  std::array<prometheus::Counter*, static_cast<int>(Release::kCount)> released_{};
   prometheus::Family<prometheus::Gauge>* pool_in_use_;
   prometheus::Family<prometheus::Gauge>* pool_capacity_;
   prometheus::Family<prometheus::Gauge>* kernel_info_;

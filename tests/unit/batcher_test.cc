@@ -834,6 +834,43 @@ TEST_F(BatcherTest, ReportsQueueDepthAndDropsToMetrics) {
   EXPECT_NE(text.find("gemm_batcher_dropped_total{reason=\"deadline\"} 1"), std::string::npos);
 }
 
+TEST_F(BatcherTest, CountsReleasedBatchesByReason) {
+  auto metrics = Metrics::Create(0);
+  ASSERT_TRUE(metrics.ok());
+  Batcher::Options o;
+  o.max_batch_rows = 32;
+  o.metrics = metrics->get();
+  Make(o);
+  SubmitOk(Item(16, nullptr));  // inline B: cannot coalesce
+  ASSERT_TRUE(NextAtOnce(0).has_value());
+  SubmitOk(Item(16, w_));
+  SubmitOk(Item(16, w_));  // 32 rows: full
+  ASSERT_TRUE(NextAtOnce(0).has_value());
+  batcher_->DeviceIdle(0, 2);  // both batches done
+  SubmitOk(Item(16, w_));
+  ASSERT_TRUE(NextAtOnce(0).has_value());  // idle
+  SubmitOk(Item(16, w_));
+  auto f = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  clock_.Advance(kDelay);
+  ASSERT_TRUE(f.get().has_value());  // delay
+  SubmitOk(Item(16, w_, Priority::kNormal, clock_.Now() + absl::Microseconds(10)));
+  f = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  clock_.Advance(absl::Microseconds(10));
+  ASSERT_TRUE(f.get().has_value());  // the member's deadline, before the delay
+  SubmitOk(Item(16, w_));
+  batcher_->Shutdown();
+  ASSERT_TRUE(NextAtOnce(0).has_value());  // shutdown
+  const std::string text = (*metrics)->Serialize();
+  for (const char* reason : {"alone", "full", "idle", "delay", "deadline", "shutdown"}) {
+    EXPECT_NE(text.find(absl::StrCat("gemm_batches_released_total{reason=\"", reason, "\"} 1")),
+              std::string::npos)
+        << reason << "\n"
+        << text;
+  }
+}
+
 // Many submitters and pullers on the real clock: every item is handed out or answered exactly
 // once, and batches respect the row bound and device affinity.
 TEST(BatcherStressTest, ExactlyOnceUnderConcurrency) {
