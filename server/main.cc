@@ -95,6 +95,10 @@ ABSL_FLAG(bool, poll_completion, true,
           "CUDA: learn that a unit's GPU work finished by polling its last event on a thread per "
           "GPU, instead of a CUDA host function enqueued after the work (on an H200, 2026-11-22: "
           "decode M=16 +20-26% without batching, +5-9% with).");
+ABSL_FLAG(int32_t, idle_units_per_device, 1,
+          "CUDA, with --dispatch_when_idle: a GPU counts as idle while at most this many of its "
+          "units are unfinished on it (0: none; 1: the next batch's copies overlap the last "
+          "unit's kernel).");
 ABSL_FLAG(int64_t, watcher_completion_bytes, int64_t{64} << 10,
           "CUDA, with --poll_completion: a finished unit whose results copy at most this many "
           "bytes out of staging into the responses is completed, and its first request "
@@ -176,6 +180,7 @@ Options OptionsFromFlags() {
   o.cuda.serial_kernels = absl::GetFlag(FLAGS_serial_kernels);
   o.cuda.poll_completion = absl::GetFlag(FLAGS_poll_completion);
   o.cuda.watcher_completion_bytes = absl::GetFlag(FLAGS_watcher_completion_bytes);
+  o.cuda.idle_units_per_device = absl::GetFlag(FLAGS_idle_units_per_device);
   o.cuda.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);
   o.cuda.max_work_in_flight_ms_per_device = absl::GetFlag(FLAGS_max_work_in_flight_ms_per_device);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);

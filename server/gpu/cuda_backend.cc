@@ -39,7 +39,7 @@ class CudaBackend final : public core::Backend {
                            options.batched_copies, options.max_units_in_flight_per_device,
                            options.max_work_in_flight_ms_per_device * 1e3, options.serial_kernels,
                            options.poll_completion, options.merge_copies,
-                           options.watcher_completion_bytes}));
+                           options.watcher_completion_bytes, options.idle_units_per_device}));
     }
   }
 
@@ -187,6 +187,9 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   }
   if (options.max_units_in_flight_per_device < 0) {
     return absl::InvalidArgumentError("max_units_in_flight_per_device must be >= 0");
+  }
+  if (options.idle_units_per_device < 0) {
+    return absl::InvalidArgumentError("idle_units_per_device must be >= 0");
   }
   if (options.host_copy_threads < 0 || options.host_copy_threads > 256) {
     return absl::InvalidArgumentError("host_copy_threads must be in [0, 256]");

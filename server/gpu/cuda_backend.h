@@ -55,6 +55,9 @@ struct CudaBackendOptions {
   // With poll_completion: units that copy at most this many bytes out of staging into their
   // responses are completed on the polling thread (< 0: none). Default 64 KiB.
   int64_t watcher_completion_bytes = int64_t{64} << 10;
+  // With the batcher's idle dispatch: a GPU counts as idle while at most this many of its units
+  // are unfinished on it (0: none; 1: the next batch's copies overlap the last unit). Default 1.
+  int idle_units_per_device = 1;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
   // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.

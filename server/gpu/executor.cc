@@ -38,6 +38,7 @@ Executor::Config Executor::Normalized(Config c) {
   c.launch = std::max(1, c.launch);
   c.completion = std::max(1, c.completion);
   c.max_in_flight = std::max(0, c.max_in_flight);
+  c.idle_units = std::max(0, c.idle_units);
   c.max_work_in_flight_us = std::max(0.0, c.max_work_in_flight_us);
   return c;
 }
@@ -255,7 +256,7 @@ void Executor::RunBatch(core::Batch batch) {
       slot_cv_.Signal();  // an empty batch (all items dropped) frees its slot
     }
   }
-  if (units.empty()) ReportIfIdle();
+  ReportIfIdle();  // an empty batch, or (idle_units > 0) still few enough units
   for (auto& u : units) {
     u->released = batch.released;
     RunUnit(std::move(u));
@@ -574,12 +575,12 @@ void Executor::EventDone(void* unit, cudaError_t result) {
 void Executor::GpuDone(Unit* unit) {
   if (!unit->gpu_pending) return;
   unit->gpu_pending = false;
-  if (gpu_pending_.fetch_sub(1) == 1) ReportIfIdle();
+  if (gpu_pending_.fetch_sub(1) - 1 <= config_.idle_units) ReportIfIdle();
 }
 
 void Executor::ReportIfIdle() {
   const uint64_t taken = batches_taken_.load();
-  if (gpu_pending_.load() != 0) return;
+  if (gpu_pending_.load() > config_.idle_units) return;
   source_->DeviceIdle(device_->ordinal(), taken);
 }
 
