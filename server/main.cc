@@ -58,8 +58,9 @@ ABSL_FLAG(int64_t, max_batch_rows, 4096, "Most rows (sum of M) in one coalesced 
 ABSL_FLAG(int64_t, queue_capacity, 1024, "Most queued requests; beyond it UNAVAILABLE.");
 ABSL_FLAG(bool, batching, true, "Coalesce requests that share a resident B.");
 ABSL_FLAG(bool, dispatch_when_idle, true,
-          "A GPU (or the CPU backend) with no work in flight takes its next batch at once "
-          "instead of waiting --max_queue_delay_us for company (the delay applies while busy).");
+          "An idle GPU (see --idle_units_per_device; the CPU backend: no batch running) takes "
+          "its next batch at once instead of waiting --max_queue_delay_us for company (the "
+          "delay applies while it is busy).");
 ABSL_FLAG(int32_t, cpu_workers, 2, "CPU backend worker threads.");
 ABSL_FLAG(int64_t, pool_cap_bytes, 0, "CUDA: device pool cap per GPU; 0 = 90% of free memory.");
 ABSL_FLAG(int64_t, staging_bytes, int64_t{2} << 30,

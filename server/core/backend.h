@@ -31,11 +31,11 @@ class WorkSource {
   // Blocks until a batch runnable on `device` (-1: any/CPU) is ready; std::nullopt once the source
   // is shut down and drained.
   virtual std::optional<Batch> Next(int device) = 0;
-  // Tells the source that `device` has no GPU work in flight now that the first `batches_taken`
-  // batches Next(device) handed out are done with it, so that a batch waiting for company is
-  // released at once rather than leaving the device idle. A report whose count differs from the
-  // batches handed out (one was handed out since) is stale and ignored, so callers need no lock
-  // around it. Non-blocking. Default: ignored.
+  // Tells the source that `device` is idle (no work left of the first `batches_taken` batches
+  // Next(device) handed out, or as little as the backend counts as idle), so that a batch waiting
+  // for company is released at once rather than leaving the device without work. A report whose
+  // count differs from the batches handed out (one was handed out since) is stale and ignored, so
+  // callers need no lock around it. Non-blocking. Default: ignored.
   virtual void DeviceIdle(int device, uint64_t batches_taken) {
     (void)device;
     (void)batches_taken;

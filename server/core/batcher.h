@@ -96,8 +96,8 @@ class Batcher : public WorkSource {
   // is left. Thread-safe; any number of concurrent callers.
   std::optional<Batch> Next(int device) override;
 
-  // WorkSource: `device` has nothing in flight after the first `batches_taken` batches handed to
-  // Next(device); a partial batch for it is then released at once (stale reports are ignored).
+  // WorkSource: `device` is idle after the first `batches_taken` batches handed to Next(device);
+  // a partial batch for it is then released at once (stale reports are ignored).
   // Thread-safe; takes the batcher's lock briefly.
   void DeviceIdle(int device, uint64_t batches_taken) override;
 

@@ -74,8 +74,8 @@ class Executor {
     // The GPU counts as idle for the source's idle dispatch (core::WorkSource::DeviceIdle) while
     // at most this many of the units it took are unfinished on it: 0 waits for all of them; 1
     // releases the next batch while the last unit runs, so its copies overlap that unit's work.
-    // NOTE: 1 read 12-24% faster than 0 on decode over --shm at 8, 16 and 64 callers with the
-    // default delay, and the same at 64 callers with 50 us (H200, 2026-11-25).
+    // NOTE: 1 read 8-24% faster than 0 on decode over --shm at 8, 16 and 64 callers with the
+    // default delay, and the same at 64 callers with 50 us (H200 and H100, 2026-11-25).
     int idle_units = 1;
   };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
@@ -121,7 +121,8 @@ class Executor {
   void Enqueued(Unit* unit);
   // `unit`'s GPU work is over (or it never got any): takes it out of gpu_pending_ (once).
   void GpuDone(Unit* unit);
-  // Tells the source this GPU is idle if nothing it took is pending on the GPU now.
+  // Tells the source this GPU is idle if at most config_.idle_units of the units it took are
+  // pending on the GPU now.
   void ReportIfIdle();
   void CompletionLoop();
   // Frees what `unit` took and answers its items: the first on this thread, the others queued
@@ -179,8 +180,8 @@ class Executor {
   int pullers_done_ ABSL_GUARDED_BY(mu_) = 0;
   // For the source's idle dispatch (core::WorkSource::DeviceIdle): batches taken from it, and
   // units counted in flight whose GPU work is not over. A batch's units are counted before the
-  // batch, and idle is reported with the count read before checking that nothing is pending, so
-  // a report never claims a batch whose units it did not see finish (the source ignores reports
+  // batch, and idle is reported with the batch count read before the pending units are checked,
+  // so a report never covers a batch whose units it did not count (the source ignores reports
   // whose count is not its own).
   std::atomic<uint64_t> batches_taken_{0};
   std::atomic<int64_t> gpu_pending_{0};
