@@ -110,7 +110,12 @@ class Runner::Impl {
   bool VerifyOutput(const ShapeData& s, absl::string_view data, std::string* why) const;
   void PrepareVerification(ShapeData& s);
   bool Verify(const Call& c, const v1::GemmResponse& resp, std::string* why) const;
+  // Closed loop: fills the point's concurrency and refills after failed calls (completions
+  // refill inline). Runs on the point's one dispatcher thread until stop_dispatch_.
   void DispatchLoop(double level);
+  // Open loop: dispatcher k of n sends its share (rate/n) of the point's arrivals until
+  // stop_dispatch_, each request stamped with its intended send time.
+  void OpenLoopDispatch(double rate, int k, int n);
   // Closed loop with --client_api=sync: runs `callers` SyncCaller threads until the point ends.
   void RunSyncCallers(int64_t callers);
   // One blocking caller: sends a request, waits for its answer, records it, repeats until
@@ -126,9 +131,9 @@ class Runner::Impl {
   std::unique_ptr<CallStream> OpenStream(int slot);
   // The gRPC deadline of a request sent now.
   std::chrono::system_clock::time_point Deadline() const;
-  // Sends one request. `claimed`: the caller already counted it in outstanding_ (TryClaim).
-  // Thread-safe: runs on the dispatcher and, closed loop, on gRPC's callback threads.
-  void Issue(int64_t intended_ns, bool claimed);
+  // Sends one request, already counted in outstanding_ by the caller (TryClaim).
+  // Thread-safe: runs on the dispatchers and, closed loop, on gRPC's callback threads.
+  void Issue(int64_t intended_ns);
   // Counts one more request in flight if fewer than `limit` are; false otherwise.
   bool TryClaim(int64_t limit);
   WindowStats TakeWindow();
@@ -562,17 +567,21 @@ void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmR
     free_dslots_.push_back(c->dslot);
   }
   delete c;
-  outstanding_.fetch_sub(1);
+  const int64_t before = outstanding_.fetch_sub(1);
   // NOTE: closed loop, the caller whose request finished sends its next one right here, on the
   // callback thread. Through the single dispatcher thread, that thread was the limit (90% busy
   // at 51k req/s on an H200 host) and every request waited for it. Failed calls still go
   // through the dispatcher, which applies --error_backoff_ms.
   const int64_t limit = inline_limit_.load();
   if (ok && limit > 0 && TryClaim(limit)) {
-    Issue(NowNs(), /*claimed=*/true);
+    Issue(NowNs());
     return;
   }
-  if (options_.workload.sync_callers) return;       // its caller thread sends the next one
+  if (options_.workload.sync_callers) return;  // its caller thread sends the next one
+  // Open loop: the dispatchers wait on the clock, not on completions; only a count leaving the
+  // cap (--max_outstanding) or reaching zero (Finish) has a waiter. Waking them on every answer
+  // made each request cost the dispatchers a context switch.
+  if (options_.open_loop && ok && before != 1 && before < options_.max_outstanding) return;
   { std::lock_guard<std::mutex> l(dispatch_mu_); }  // a waiting dispatcher sees the new count
   dispatch_cv_.notify_all();
 }
@@ -585,7 +594,7 @@ bool Runner::Impl::TryClaim(int64_t limit) {
   return false;
 }
 
-void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
+void Runner::Impl::Issue(int64_t intended_ns) {
   const WorkloadSpec& w = options_.workload;
   Call* c = new Call;
   c->intended_ns = intended_ns;
@@ -608,7 +617,6 @@ void Runner::Impl::Issue(int64_t intended_ns, bool claimed) {
     }
   }
   PoisonOutput(*c);
-  if (!claimed) outstanding_.fetch_add(1);
   issued_.fetch_add(1);
   if (w.streaming) {
     if (st->Send(c)) return;
@@ -786,26 +794,30 @@ void Runner::Impl::SyncCaller(int caller) {
   }
 }
 
-void Runner::Impl::DispatchLoop(double level) {
-  if (options_.open_loop) {
-    const double rate = level;
-    std::exponential_distribution<double> exp_gap(rate);
-    std::mt19937_64 gap_rng(options_.seed ^ 0x9e3779b97f4a7c15ull);
-    int64_t next = NowNs();
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> l(dispatch_mu_);
-        dispatch_cv_.wait_until(l, FromNs(next), [&] { return stop_dispatch_; });
-        // Past the cap we wait, but the request keeps its intended time: the wait is latency.
-        dispatch_cv_.wait(
-            l, [&] { return stop_dispatch_ || outstanding_.load() < options_.max_outstanding; });
-        if (stop_dispatch_) return;
-      }
-      Issue(next, /*claimed=*/false);
-      const double gap_s = options_.poisson ? exp_gap(gap_rng) : 1.0 / rate;
-      next += static_cast<int64_t>(gap_s * 1e9);
+void Runner::Impl::OpenLoopDispatch(double rate, int k, int n) {
+  // This thread's share of the arrivals: Poisson streams of rate/n each add up to one Poisson
+  // stream of `rate`; constant spacing interleaves the n threads, thread k offset by k/rate.
+  const double my_rate = rate / n;
+  std::exponential_distribution<double> exp_gap(my_rate);
+  std::mt19937_64 gap_rng((options_.seed ^ 0x9e3779b97f4a7c15ull) + static_cast<uint64_t>(k));
+  int64_t next = NowNs();
+  if (!options_.poisson) next += static_cast<int64_t>(k / rate * 1e9);
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(dispatch_mu_);
+      dispatch_cv_.wait_until(l, FromNs(next), [&] { return stop_dispatch_; });
+      // Past the cap we wait, but the request keeps its intended time: the wait is latency.
+      // The claim is made under dispatch_mu_, so it is never made once the point has stopped.
+      dispatch_cv_.wait(l, [&] { return stop_dispatch_ || TryClaim(options_.max_outstanding); });
+      if (stop_dispatch_) return;
     }
+    Issue(next);
+    const double gap_s = options_.poisson ? exp_gap(gap_rng) : 1.0 / my_rate;
+    next += static_cast<int64_t>(gap_s * 1e9);
   }
+}
+
+void Runner::Impl::DispatchLoop(double level) {
   const int64_t concurrency = std::max<int64_t>(1, std::llround(level));
   if (options_.workload.sync_callers) {
     RunSyncCallers(concurrency);
@@ -829,7 +841,7 @@ void Runner::Impl::DispatchLoop(double level) {
     }
     // Fills the point's concurrency at its start and refills after failed calls; successful
     // calls refill inline (Complete).
-    if (TryClaim(concurrency)) Issue(NowNs(), /*claimed=*/true);
+    if (TryClaim(concurrency)) Issue(NowNs());
   }
 }
 
@@ -900,7 +912,15 @@ PointResult Runner::Impl::RunPoint(double level, int index, int total) {
     stop_dispatch_ = false;
   }
   TakeWindow();  // drop completions of earlier points' stragglers before this point starts
-  std::thread dispatcher([this, level] { DispatchLoop(level); });
+  std::vector<std::thread> dispatchers;
+  if (options_.open_loop) {
+    const int n = std::max(1, options_.dispatch_threads);
+    for (int k = 0; k < n; ++k) {
+      dispatchers.emplace_back([this, level, k, n] { OpenLoopDispatch(level, k, n); });
+    }
+  } else {
+    dispatchers.emplace_back([this, level] { DispatchLoop(level); });
+  }
 
   std::vector<WindowStats> windows;
   bool running = WaitFor(options_.warmup_s, label, "warm-up");
@@ -927,7 +947,7 @@ PointResult Runner::Impl::RunPoint(double level, int index, int total) {
     stop_dispatch_ = true;
   }
   dispatch_cv_.notify_all();
-  dispatcher.join();
+  for (std::thread& t : dispatchers) t.join();
   if (options_.progress) {
     std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);

@@ -6,7 +6,8 @@
 // Closed loop keeps `concurrency` requests in flight; open loop sends at `rate` requests/s
 // (constant spacing or Poisson arrivals) regardless of completions, and measures latency from
 // each request's intended send time, so a slow server cannot hide queueing delay (no coordinated
-// omission). Requests are sent from one dispatcher thread through gRPC's callback API; completions
+// omission). Requests are sent through gRPC's callback API, open loop from `dispatch_threads`
+// threads that share the arrivals, closed loop refilled by the completions; completions
 // run on gRPC's threads and only record counters. Unary calls share read-only request templates;
 // streams splice the template's Problem into their one wire message, so nothing is copied per
 // request.
@@ -49,9 +50,12 @@ struct RunnerOptions {
   int max_windows = 10;             // bound on windows per point (reported as not stable)
   double verify_fraction = 0;       // share of responses checked against the local reference
   int64_t max_outstanding = 4096;   // open loop: cap on requests in flight
-  double error_backoff_ms = 10;     // closed loop: pause after a failed request (avoids spinning)
-  double rpc_timeout_s = 60;        // gRPC deadline of every request
-  uint64_t seed = 1;                // operand data, shape mix, arrivals, verify sampling
+  // Open loop: threads sending requests, each a 1/N share of the arrivals. One thread sends
+  // fewer than ~40k requests/s (it also serializes and writes them), so fast rates need several.
+  int dispatch_threads = 4;
+  double error_backoff_ms = 10;  // closed loop: pause after a failed request (avoids spinning)
+  double rpc_timeout_s = 60;     // gRPC deadline of every request
+  uint64_t seed = 1;             // operand data, shape mix, arrivals, verify sampling
   // --shm: output (D) slots per shape in the region; a request in flight writes a slot of its
   // own while one is free (else it shares one). Size it to the requests kept in flight.
   int64_t shm_output_slots = 1;
