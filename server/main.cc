@@ -53,7 +53,8 @@ ABSL_FLAG(int64_t, max_shared_memory_bytes, int64_t{64} << 30,
           "Cap on bytes of registered client shared-memory regions; 0 turns them off.");
 ABSL_FLAG(std::string, shared_memory_key_prefix, "/gemm",
           "Clients may only register POSIX shared-memory objects whose names start with this.");
-ABSL_FLAG(int64_t, max_queue_delay_us, 200, "Longest a request waits to be coalesced (us).");
+ABSL_FLAG(int64_t, max_queue_delay_us, 50,
+          "Longest a request waits to be coalesced while its GPU is busy (us).");
 ABSL_FLAG(int64_t, max_batch_rows, 4096, "Most rows (sum of M) in one coalesced GEMM.");
 ABSL_FLAG(int64_t, queue_capacity, 1024, "Most queued requests; beyond it UNAVAILABLE.");
 ABSL_FLAG(bool, batching, true, "Coalesce requests that share a resident B.");

@@ -59,8 +59,11 @@ class BatcherTest : public Test {
  protected:
   static constexpr absl::Duration kDelay = absl::Microseconds(200);
 
+  // Options left at the default delay get kDelay, so the cases do not move with the default.
   void Make(Batcher::Options options = {}) {
-    if (options.max_queue_delay == absl::Microseconds(200)) options.max_queue_delay = kDelay;
+    if (options.max_queue_delay == Batcher::Options{}.max_queue_delay) {
+      options.max_queue_delay = kDelay;
+    }
     auto b = Batcher::Create(options, &clock_);
     ASSERT_TRUE(b.ok()) << b.status();
     batcher_ = std::move(*b);
