@@ -817,6 +817,99 @@ TEST_F(BatcherTest, OtherCallersServeTheQueueWhileOneWaitsForCompany) {
   EXPECT_EQ(w->items[0], a);
 }
 
+// Requests joining a batch that a caller is gathering wake no one: neither the gatherer (the
+// batch is not full) nor a caller waiting for other work. Before, every Submit woke every
+// waiting caller, which went back to sleep (two more sleeps per request here).
+TEST_F(BatcherTest, RequestsForAGatheredKeyWakeNoWaitingCaller) {
+  Make();
+  auto a = Item(16, w_);
+  SubmitOk(a);
+  auto gatherer = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  auto other = AsyncNext(0);  // skips the gathered key and waits for other work
+  ASSERT_TRUE(clock_.AwaitWaiters(2));
+  const int64_t calls = clock_.WaitCalls();
+  for (int i = 0; i < 10; ++i) SubmitOk(Item(16, w_));
+  absl::SleepFor(absl::Milliseconds(30));
+  EXPECT_EQ(clock_.WaitCalls(), calls);
+  EXPECT_FALSE(Ready(gatherer, absl::ZeroDuration()));
+  clock_.Advance(kDelay);
+  std::optional<Batch> got = gatherer.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->items.size(), 11u);
+  EXPECT_EQ(got->rows, 176);
+  EXPECT_FALSE(Ready(other));
+  batcher_->Shutdown();
+  EXPECT_FALSE(other.get().has_value());
+}
+
+// The request that fills a gathered batch wakes its gatherer, which releases it at once.
+TEST_F(BatcherTest, RequestThatFillsAGatheredBatchReleasesIt) {
+  Batcher::Options o;
+  o.max_batch_rows = 64;
+  Make(o);
+  SubmitOk(Item(16, w_));
+  auto gatherer = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  SubmitOk(Item(16, w_));
+  SubmitOk(Item(16, w_));
+  EXPECT_FALSE(Ready(gatherer));
+  SubmitOk(Item(16, w_));  // 64 rows
+  ASSERT_TRUE(ReadySoon(gatherer));
+  std::optional<Batch> got = gatherer.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->rows, 64);
+  // One that does not fit wakes the gatherer too: the batch cannot grow any more.
+  SubmitOk(Item(48, w_));
+  auto second = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  SubmitOk(Item(32, w_));  // 48 + 32 > 64
+  ASSERT_TRUE(ReadySoon(second));
+  got = second.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->rows, 48);
+}
+
+// A member whose deadline comes before the gathered batch would leave wakes the gatherer, which
+// then releases the batch at that deadline.
+TEST_F(BatcherTest, LateArrivalWithAnEarlierDeadlineMovesTheRelease) {
+  Make();
+  SubmitOk(Item(16, w_));
+  auto gatherer = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  auto urgent = Item(16, w_, Priority::kNormal, clock_.Now() + absl::Microseconds(20));
+  SubmitOk(urgent);
+  ASSERT_TRUE(clock_.AwaitWaiters(1, clock_.WaitCalls() + 1));  // woke and slept again
+  clock_.Advance(absl::Microseconds(20));
+  ASSERT_TRUE(ReadySoon(gatherer));
+  std::optional<Batch> got = gatherer.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->items.size(), 2u);
+  EXPECT_EQ(OutcomeOf(urgent).calls(), 0);
+}
+
+// A request of another key, while one caller gathers, goes to a caller waiting for work at once.
+TEST_F(BatcherTest, RequestOfAnotherKeyWakesACallerWaitingForWork) {
+  Make();
+  auto a = Item(16, w_);
+  SubmitOk(a);
+  auto gatherer = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  auto other = AsyncNext(0);
+  ASSERT_TRUE(clock_.AwaitWaiters(2));
+  auto x = Item(16, nullptr);
+  SubmitOk(x);
+  ASSERT_TRUE(ReadySoon(other));
+  std::optional<Batch> got = other.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->items[0], x);
+  EXPECT_FALSE(Ready(gatherer));
+  clock_.Advance(kDelay);
+  got = gatherer.get();
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->items[0], a);
+}
+
 TEST_F(BatcherTest, ReportsQueueDepthAndDropsToMetrics) {
   auto metrics = Metrics::Create(0);
   ASSERT_TRUE(metrics.ok());
