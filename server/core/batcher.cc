@@ -106,31 +106,7 @@ class Batcher::Impl {
   bool ReservedByOther(const Key& key, uint64_t token) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the reservation `token` holds, if any, and wakes callers that skipped its key.
   void Unreserve(uint64_t token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `token` gathers `key`: `rows` gathered so far, released at `release_at` at the latest.
-  void Reserve(const Key& key, uint64_t token, int64_t rows, absl::Time release_at)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Wakes the Next() callers that the entry `e`, just queued, concerns (see work_cv_).
-  void WakeFor(const Entry& e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Wakes every waiting Next() caller.
-  void WakeAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    work_cv_.SignalAll();
-    gather_cv_.SignalAll();
-  }
-  // Whether some device reported itself idle and has taken no batch since.
-  bool AnyIdleLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (!options_.dispatch_when_idle) return false;
-    for (const auto& [device, state] : devices_) {
-      if (state.idle) return true;
-    }
-    return false;
-  }
-  // Whether `e` may run on every device that has asked for work or reported itself idle.
-  bool RunnableEverywhereLocked(const Entry& e) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (const auto& [device, state] : devices_) {
-      if (!Runnable(e, device)) return false;
-    }
-    return true;
-  }
+  void Reserve(const Key& key, uint64_t token) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportDepth() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `device` reported itself idle and has taken no batch since (dispatch_when_idle).
   bool IdleLocked(int device) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -148,29 +124,13 @@ class Batcher::Impl {
   Clock* const clock_;
 
   mutable absl::Mutex mu_;
-  // Next() callers wait on one of two: work_cv_ when they found nothing to lead, gather_cv_ while
-  // they gather company for a batch. A request queued for a key being gathered wakes nobody
-  // unless it fills that batch or must leave before it; any other request wakes one work_cv_
-  // waiter. Everything else (an idle report, a dropped reservation, a high-priority request,
-  // a request while some device is idle, one bound to certain devices, shutdown) wakes all.
-  // NOTE: one condition signalled on every request woke every waiting launch thread per request.
-  // H100, same call, decode over --shm at 64 callers: launch-thread CPU 1.64-1.68 -> 1.16 cores,
-  // 67.2k -> 69.4-71.9k req/s; with no GPU work to speak of 75.5-78.1k -> 85.5-88.5k (PERF.md).
-  absl::CondVar work_cv_;
-  absl::CondVar gather_cv_;
+  absl::CondVar cv_;  // queue changed, a reservation was dropped, or shutdown
   std::list<Entry> queues_[2] ABSL_GUARDED_BY(mu_);
   int64_t size_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_token_ ABSL_GUARDED_BY(mu_) = 1;
-  // Keys a waiting Next() call is gathering a batch for: the call's token, the rows of that
-  // key queued since it last counted (an upper bound: entries dropped meanwhile still count), and
-  // when it releases the batch at the latest.
-  struct Reservation {
-    uint64_t token = 0;
-    int64_t rows = 0;
-    absl::Time release_at;
-  };
-  absl::flat_hash_map<Key, Reservation> reserved_ ABSL_GUARDED_BY(mu_);
+  // Keys a waiting Next() call is gathering a batch for, and the call's token.
+  absl::flat_hash_map<Key, uint64_t> reserved_ ABSL_GUARDED_BY(mu_);
   // A lower bound of the earliest deadline queued, and when the next sweep is due.
   absl::Time earliest_deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   absl::Time next_sweep_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
@@ -251,7 +211,7 @@ absl::Status Batcher::Impl::Submit(std::shared_ptr<WorkItem> item) {
       queues_[q].push_back(std::move(e));
       ++size_;
       ReportDepth();
-      WakeFor(queues_[q].back());
+      cv_.SignalAll();
       return absl::OkStatus();
     }
   }
@@ -268,7 +228,6 @@ std::optional<Batch> Batcher::Impl::Next(int device) {
   {
     absl::MutexLock lock(&mu_);
     token = next_token_++;
-    devices_.try_emplace(device);  // known from now on (RunnableEverywhereLocked)
   }
   for (;;) {
     std::vector<Drop> drops;
@@ -294,7 +253,7 @@ void Batcher::Impl::DeviceIdle(int device, uint64_t batches_taken) {
   DeviceState& d = devices_[device];
   if (d.idle || d.taken != batches_taken) return;  // already known, or stale
   d.idle = true;
-  WakeAll();
+  cv_.SignalAll();
 }
 
 bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* drops,
@@ -330,7 +289,7 @@ bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* dr
       Unreserve(token);
       if (shutdown_) return true;  // *out stays nullopt
       if (!drops->empty()) return false;
-      clock_->WaitUntil(&work_cv_, &mu_, next_sweep_);
+      clock_->WaitUntil(&cv_, &mu_, next_sweep_);
       continue;
     }
 
@@ -390,9 +349,9 @@ bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* dr
     }
 
     // Wait for company, holding the key so other callers serve the rest of the queue.
-    Reserve(leader->key, token, rows, release_at);
+    Reserve(leader->key, token);
     if (!drops->empty()) return false;
-    clock_->WaitUntil(&gather_cv_, &mu_, std::min(release_at, next_sweep_));
+    clock_->WaitUntil(&cv_, &mu_, std::min(release_at, next_sweep_));
   }
 }
 
@@ -442,48 +401,24 @@ void Batcher::Impl::Sweep(absl::Time now, std::vector<Drop>* drops) {
 bool Batcher::Impl::ReservedByOther(const Key& key, uint64_t token) const {
   if (reserved_.empty()) return false;
   auto it = reserved_.find(key);
-  return it != reserved_.end() && it->second.token != token;
+  return it != reserved_.end() && it->second != token;
 }
 
-void Batcher::Impl::Reserve(const Key& key, uint64_t token, int64_t rows, absl::Time release_at) {
+void Batcher::Impl::Reserve(const Key& key, uint64_t token) {
   auto it = reserved_.find(key);
-  if (it == reserved_.end() || it->second.token != token) {
-    Unreserve(token);
-    it = reserved_.try_emplace(key).first;
-  }
-  it->second = Reservation{.token = token, .rows = rows, .release_at = release_at};
+  if (it != reserved_.end() && it->second == token) return;
+  Unreserve(token);
+  reserved_.emplace(key, token);
 }
 
 void Batcher::Impl::Unreserve(uint64_t token) {
   for (auto it = reserved_.begin(); it != reserved_.end(); ++it) {
-    if (it->second.token == token) {
+    if (it->second == token) {
       reserved_.erase(it);
-      WakeAll();
+      cv_.SignalAll();
       return;
     }
   }
-}
-
-void Batcher::Impl::WakeFor(const Entry& e) {
-  const bool high = e.item->request.priority == Priority::kHigh;
-  if (high || AnyIdleLocked() || !RunnableEverywhereLocked(e)) {
-    // A high-priority request may take over a gathering caller; one bound to certain devices
-    // needs a waiter of one of them; an idle device takes gathered keys too.
-    WakeAll();
-    return;
-  }
-  if (e.coalescible) {
-    auto it = reserved_.find(e.key);
-    if (it != reserved_.end()) {
-      // Its gatherer takes it when the batch leaves: wake it only if the batch is now full (or
-      // has a member that does not fit) or this request must leave before the batch would.
-      Reservation& r = it->second;
-      r.rows += e.rows;
-      if (r.rows >= options_.max_batch_rows || e.deadline < r.release_at) gather_cv_.SignalAll();
-      return;
-    }
-  }
-  work_cv_.Signal();
 }
 
 void Batcher::Impl::ReportDepth() {
@@ -493,7 +428,7 @@ void Batcher::Impl::ReportDepth() {
 void Batcher::Impl::Shutdown() {
   absl::MutexLock lock(&mu_);
   shutdown_ = true;
-  WakeAll();
+  cv_.SignalAll();
 }
 
 std::vector<Drop> Batcher::Impl::DrainAll() {

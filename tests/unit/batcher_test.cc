@@ -817,32 +817,6 @@ TEST_F(BatcherTest, OtherCallersServeTheQueueWhileOneWaitsForCompany) {
   EXPECT_EQ(w->items[0], a);
 }
 
-// Requests joining a batch that a caller is gathering wake no one: neither the gatherer (the
-// batch is not full) nor a caller waiting for other work. Before, every Submit woke every
-// waiting caller, which went back to sleep (two more sleeps per request here).
-TEST_F(BatcherTest, RequestsForAGatheredKeyWakeNoWaitingCaller) {
-  Make();
-  auto a = Item(16, w_);
-  SubmitOk(a);
-  auto gatherer = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
-  auto other = AsyncNext(0);  // skips the gathered key and waits for other work
-  ASSERT_TRUE(clock_.AwaitWaiters(2));
-  const int64_t calls = clock_.WaitCalls();
-  for (int i = 0; i < 10; ++i) SubmitOk(Item(16, w_));
-  absl::SleepFor(absl::Milliseconds(30));
-  EXPECT_EQ(clock_.WaitCalls(), calls);
-  EXPECT_FALSE(Ready(gatherer, absl::ZeroDuration()));
-  clock_.Advance(kDelay);
-  std::optional<Batch> got = gatherer.get();
-  ASSERT_TRUE(got.has_value());
-  EXPECT_EQ(got->items.size(), 11u);
-  EXPECT_EQ(got->rows, 176);
-  EXPECT_FALSE(Ready(other));
-  batcher_->Shutdown();
-  EXPECT_FALSE(other.get().has_value());
-}
-
 // The request that fills a gathered batch wakes its gatherer, which releases it at once.
 TEST_F(BatcherTest, RequestThatFillsAGatheredBatchReleasesIt) {
   Batcher::Options o;
