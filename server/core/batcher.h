@@ -26,7 +26,8 @@
 //    is busy; a lone request at an idle server would otherwise sit out the whole delay.
 //  - Device affinity: an item whose resident B lives on `desc().devices` is only handed to
 //    Next(d) for d in that list; {-1} or an empty list, no resident B, or a caller passing -1
-//    means any caller. (A group whose matrices live on disjoint devices is refused by Submit.)
+//    means any caller. (A group whose matrices live on disjoint devices is refused by Submit;
+//    GemmEngine splits such a group into one request per device first, DeviceSplit.)
 //  - An item past its deadline (clock Now() > request.deadline) is answered DEADLINE_EXCEEDED,
 //    one whose `cancelled()` returns true is answered CANCELLED; neither is handed out. Items are
 //    checked when handed out and by periodic sweeps (a waiting Next() also wakes at the earliest

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/core/device_split.h"
 #include "server/core/validation.h"
 
 namespace gemm::core {
@@ -50,7 +51,16 @@ absl::Status GemmEngine::Submit(std::shared_ptr<WorkItem> item) {
         "' is not a usable kernel here (usable: ", absl::StrJoin(kernels_, ", "), ")"));
   }
   if (auto s = ValidateRequest(options_.limits, *registry_, &item->request); !s.ok()) return s;
-  return batcher_->Submit(std::move(item));
+  std::unique_ptr<DeviceSplit> split = DeviceSplit::Make(item);
+  if (split == nullptr) return batcher_->Submit(std::move(item));
+  // A group over matrices on different devices: one part per device, answered as one.
+  for (const auto& part : split->parts()) {
+    if (auto s = batcher_->Submit(part); !s.ok()) {
+      split->Abandon();  // parts already queued still run; their answers go nowhere
+      return s;
+    }
+  }
+  return absl::OkStatus();
 }
 
 void GemmEngine::Shutdown() {

@@ -33,9 +33,10 @@ class GemmEngine {
                                                             std::unique_ptr<Backend> backend);
   ~GemmEngine();
 
-  // Validates `item->request` (resolving resident handles) and queues it. On error returns the
-  // status and does NOT call `item->done`; on OK, `item->done` is called exactly once later, from
-  // a backend or batcher thread. Never blocks on compute.
+  // Validates `item->request` (resolving resident handles) and queues it; a group over resident
+  // matrices that share no device is queued as one part per device (DeviceSplit) and answered as
+  // one. On error returns the status and does NOT call `item->done`; on OK, `item->done` is
+  // called exactly once later, from a backend or batcher thread. Never blocks on compute.
   absl::Status Submit(std::shared_ptr<WorkItem> item);
 
   // Stops accepting work, lets queued and running requests finish, stops the backend. Idempotent.

@@ -206,8 +206,10 @@ TEST_F(EngineTest, GroupOverResidentExpertsMatchesFloat64) {
   for (int e = 0; e < 3; ++e) {
     const bool kn = layouts[e] == core::BLayout::kKN;
     bytes.push_back(RandomBf16Bytes(N * K, gen_));
+    // On one GPU: the backend runs a batch on one device (the engine splits groups over
+    // several, DeviceSplit; EngineServiceTest.ExpertStepAcrossGpusIsSplitAndAnsweredAsOne).
     auto m = Register(*h.backend, absl::StrCat("expert-", e), kn ? K : N, kn ? N : K, layouts[e],
-                      bytes.back());
+                      bytes.back(), {0});
     ASSERT_TRUE(m.ok()) << m.status();
     experts.push_back(*m);
   }
@@ -254,7 +256,7 @@ TEST_F(EngineTest, ExpertGroupsOfManyRequestsRunAsOneUnit) {
     const bool kn = layout_of(e) == core::BLayout::kKN;
     bytes.push_back(RandomBf16Bytes(N * K, gen_));
     auto m = Register(*h.backend, absl::StrCat("moe-", e), kn ? K : N, kn ? N : K, layout_of(e),
-                      bytes.back());
+                      bytes.back(), {0});  // one GPU, as above
     ASSERT_TRUE(m.ok()) << m.status();
     experts.push_back(*m);
   }
