@@ -105,7 +105,7 @@ std::unique_ptr<DeviceSplit> DeviceSplit::Make(const std::shared_ptr<WorkItem>& 
 
   // Each constrained problem goes to a device already chosen for an earlier one if its matrix
   // lives there (fewest parts), else to its matrix's first device; unconstrained ones to part 0.
-  std::vector<int> part_device;                // device of each part
+  std::vector<int> part_device;                 // device of each part
   std::vector<std::vector<size_t>> part_index;  // original problem indices of each part
   std::vector<size_t> anywhere;
   for (size_t i = 0; i < req.problems.size(); ++i) {
@@ -146,10 +146,8 @@ std::unique_ptr<DeviceSplit> DeviceSplit::Make(const std::shared_ptr<WorkItem>& 
     sub->arrival = item->arrival;
     sub->cancelled = item->cancelled;
     sub->keep_alive = item;  // the original keeps the bytes the problems point into
-    sub->done = [join = split->join_, part = static_cast<int>(part),
-                 indices = part_index[part]](absl::StatusOr<GemmResult> r) {
-      join->Done(part, indices, std::move(r));
-    };
+    sub->done = [join = split->join_, part = static_cast<int>(part), indices = part_index[part]](
+                    absl::StatusOr<GemmResult> r) { join->Done(part, indices, std::move(r)); };
     split->parts_.push_back(std::move(sub));
   }
   return split;

@@ -854,8 +854,9 @@ TEST_F(BatcherTest, LateArrivalWithAnEarlierDeadlineMovesTheRelease) {
   auto urgent = Item(16, w_, Priority::kNormal, clock_.Now() + absl::Microseconds(20));
   const int64_t calls = clock_.WaitCalls();
   SubmitOk(urgent);
-  if (!clock_.AwaitWaiters(1, calls + 1)) {  // woke and went back to sleep
-    batcher_->Shutdown();  // so that the future does not block the test's end
+  // The gatherer woke for the earlier deadline and went back to sleep until it.
+  if (!clock_.AwaitWaiters(1, calls + 1)) {
+    batcher_->Shutdown();  // so that the unfinished future does not block the test's end
     FAIL() << "the gatherer did not wake for the earlier deadline";
   }
   clock_.Advance(absl::Microseconds(20));

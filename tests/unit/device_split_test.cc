@@ -20,8 +20,12 @@ namespace {
 class TestMatrix : public ResidentMatrix {
  public:
   explicit TestMatrix(std::vector<int> devices)
-      : ResidentMatrix(Desc{.handle = "m", .name = "m", .rows = 64, .cols = 64,
-                            .layout = BLayout::kKN, .devices = std::move(devices)}) {}
+      : ResidentMatrix(Desc{.handle = "m",
+                            .name = "m",
+                            .rows = 64,
+                            .cols = 64,
+                            .layout = BLayout::kKN,
+                            .devices = std::move(devices)}) {}
 };
 
 std::shared_ptr<const ResidentMatrix> On(std::vector<int> devices) {
