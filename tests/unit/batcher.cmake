@@ -22,7 +22,11 @@ add_executable(response_pack_test ${CMAKE_CURRENT_LIST_DIR}/response_pack_test.c
 target_link_libraries(response_pack_test PRIVATE gemm_grpc_service GTest::gtest_main)
 gtest_discover_tests(response_pack_test DISCOVERY_MODE PRE_TEST)
 
-# Groups over resident matrices on several devices: one part per device, answered as one.
+# Groups over resident matrices on several devices: one part per device, answered as one
+# (DeviceSplit alone, and through GemmEngine with a fake two-device backend).
 add_executable(device_split_test ${CMAKE_CURRENT_LIST_DIR}/device_split_test.cc)
 target_link_libraries(device_split_test PRIVATE gemm_core GTest::gtest_main)
 gtest_discover_tests(device_split_test DISCOVERY_MODE PRE_TEST)
+add_executable(engine_split_test ${CMAKE_CURRENT_LIST_DIR}/engine_split_test.cc)
+target_link_libraries(engine_split_test PRIVATE gemm_core GTest::gtest_main)
+gtest_discover_tests(engine_split_test DISCOVERY_MODE PRE_TEST)
