@@ -67,10 +67,6 @@ constexpr int kHigh = 0;  // index into queues_: high priority first
 constexpr int kNormal = 1;
 int QueueIndex(Priority p) { return p == Priority::kHigh ? kHigh : kNormal; }
 
-bool AnyDevice(const std::vector<int>& devices) {
-  return devices.empty() || std::find(devices.begin(), devices.end(), -1) != devices.end();
-}
-
 }  // namespace
 
 class Batcher::Impl {
@@ -152,21 +148,12 @@ absl::Status Batcher::Impl::Submit(std::shared_ptr<WorkItem> item) {
 
   Entry e;
   // Devices every resident matrix of the request lives on.
-  bool constrained = false;
-  for (const Problem& p : req.problems) {
-    if (p.b_resident == nullptr || AnyDevice(p.b_resident->desc().devices)) continue;
-    const std::vector<int>& devs = p.b_resident->desc().devices;
-    if (!constrained) {
-      e.devices = devs;
-      constrained = true;
-    } else {
-      std::erase_if(e.devices,
-                    [&](int d) { return std::find(devs.begin(), devs.end(), d) == devs.end(); });
-    }
-    if (e.devices.empty()) {
+  if (std::optional<std::vector<int>> devices = CommonDevices(req); devices.has_value()) {
+    if (devices->empty()) {
       return absl::FailedPreconditionError(
           "the resident matrices of this request live on different devices");
     }
+    e.devices = std::move(*devices);
   }
   const bool batching = options_.enable_batching && options_.max_batch_rows > 1;
   e.coalescible = batching && req.kind == WorkKind::kSingle && req.problems.size() == 1 &&

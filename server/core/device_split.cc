@@ -12,14 +12,6 @@
 namespace gemm::core {
 namespace {
 
-// The devices problem `p` may run on; empty: any (inline B, or a matrix in host memory).
-std::vector<int> DevicesOf(const Problem& p) {
-  if (p.b_resident == nullptr) return {};
-  const std::vector<int>& d = p.b_resident->desc().devices;
-  if (d.empty() || std::find(d.begin(), d.end(), -1) != d.end()) return {};
-  return d;
-}
-
 bool Contains(const std::vector<int>& v, int x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
@@ -34,7 +26,6 @@ struct DeviceSplit::Join {
   bool abandoned ABSL_GUARDED_BY(mu) = false;
   std::optional<absl::Status> error ABSL_GUARDED_BY(mu);
   GemmResult result ABSL_GUARDED_BY(mu);  // outputs in the original's order
-  bool first_timing ABSL_GUARDED_BY(mu) = true;
 
   // Part `part` (its problems at `indices` of the original) answered `r`.
   void Done(int part, const std::vector<size_t>& indices, absl::StatusOr<GemmResult> r) {
@@ -66,22 +57,19 @@ struct DeviceSplit::Join {
     done(std::move(answer));
   }
 
+  // Adds part `part`'s timing: the longest of each duration, rows summed, the most requests a
+  // part ran with, part 0's device.
   void Merge(int part, const Timing& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     Timing& m = result.timing;
-    if (first_timing) {
-      m = t;
-      first_timing = false;
-    } else {
-      m.queue = std::max(m.queue, t.queue);
-      m.copy_in = std::max(m.copy_in, t.copy_in);
-      m.compute = std::max(m.compute, t.compute);
-      m.copy_out = std::max(m.copy_out, t.copy_out);
-      m.total = std::max(m.total, t.total);
-      m.launch = std::max(m.launch, t.launch);
-      m.completion = std::max(m.completion, t.completion);
-      m.batch_rows += t.batch_rows;
-      m.batch_requests = std::max(m.batch_requests, t.batch_requests);
-    }
+    m.queue = std::max(m.queue, t.queue);
+    m.copy_in = std::max(m.copy_in, t.copy_in);
+    m.compute = std::max(m.compute, t.compute);
+    m.copy_out = std::max(m.copy_out, t.copy_out);
+    m.total = std::max(m.total, t.total);
+    m.launch = std::max(m.launch, t.launch);
+    m.completion = std::max(m.completion, t.completion);
+    m.batch_rows += t.batch_rows;
+    m.batch_requests = std::max(m.batch_requests, t.batch_requests);
     if (part == 0) m.device = t.device;
   }
 };
@@ -90,17 +78,8 @@ std::unique_ptr<DeviceSplit> DeviceSplit::Make(const std::shared_ptr<WorkItem>& 
   const GemmRequest& req = item->request;
   if (req.kind != WorkKind::kGroup || req.problems.size() < 2) return nullptr;
 
-  // Devices holding every constrained problem's matrix: none left means a split.
-  std::optional<std::vector<int>> common;
-  for (const Problem& p : req.problems) {
-    std::vector<int> d = DevicesOf(p);
-    if (d.empty()) continue;
-    if (!common.has_value()) {
-      common = std::move(d);
-    } else {
-      std::erase_if(*common, [&](int x) { return !Contains(d, x); });
-    }
-  }
+  // A split only when no device holds every resident matrix the group names.
+  const std::optional<std::vector<int>> common = CommonDevices(req);
   if (!common.has_value() || !common->empty()) return nullptr;
 
   // Each constrained problem goes to a device already chosen for an earlier one if its matrix
@@ -109,7 +88,7 @@ std::unique_ptr<DeviceSplit> DeviceSplit::Make(const std::shared_ptr<WorkItem>& 
   std::vector<std::vector<size_t>> part_index;  // original problem indices of each part
   std::vector<size_t> anywhere;
   for (size_t i = 0; i < req.problems.size(); ++i) {
-    const std::vector<int> d = DevicesOf(req.problems[i]);
+    const std::vector<int> d = ProblemDevices(req.problems[i]);
     if (d.empty()) {
       anywhere.push_back(i);
       continue;

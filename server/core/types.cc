@@ -1,6 +1,7 @@
 // Names of domain enums, and the request classification shared by batcher and backends.
 #include "server/core/types.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 
@@ -20,6 +21,27 @@ bool IsExpertGroup(const GemmRequest& r) {
     }
   }
   return true;
+}
+
+std::vector<int> ProblemDevices(const Problem& p) {
+  if (p.b_resident == nullptr) return {};
+  const std::vector<int>& d = p.b_resident->desc().devices;
+  if (std::find(d.begin(), d.end(), -1) != d.end()) return {};
+  return d;
+}
+
+std::optional<std::vector<int>> CommonDevices(const GemmRequest& r) {
+  std::optional<std::vector<int>> common;
+  for (const Problem& p : r.problems) {
+    std::vector<int> d = ProblemDevices(p);
+    if (d.empty()) continue;
+    if (!common.has_value()) {
+      common = std::move(d);
+    } else {
+      std::erase_if(*common, [&](int x) { return std::find(d.begin(), d.end(), x) == d.end(); });
+    }
+  }
+  return common;
 }
 
 }  // namespace gemm::core

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,14 @@ struct GemmRequest {
 // Expert groups of different requests can be run together, the rows of the problems that share
 // a matrix stacked into one.
 bool IsExpertGroup(const GemmRequest& r);
+
+// The devices problem `p` may run on: its resident B's devices, or empty for any device (inline
+// B, or a matrix in host memory, {-1}).
+std::vector<int> ProblemDevices(const Problem& p);
+
+// The devices every resident matrix of `r` lives on: nullopt when none constrains it (any
+// device), empty when no device holds them all.
+std::optional<std::vector<int>> CommonDevices(const GemmRequest& r);
 
 // One result matrix, [count,M,N] or [M,N].
 struct Output {
