@@ -73,7 +73,7 @@ class Batcher::Impl {
  public:
   Impl(const Options& options, Clock* clock) : options_(options), clock_(clock) {}
 
-  absl::Status Submit(std::shared_ptr<WorkItem> item);
+  std::vector<absl::Status> SubmitAll(std::vector<std::shared_ptr<WorkItem>> items);
   std::optional<Batch> Next(int device);
   void DeviceIdle(int device, uint64_t batches_taken);
   void Shutdown();
@@ -92,6 +92,8 @@ class Batcher::Impl {
   // nullopt for "no more work"), false when `drops` must be completed before going on.
   bool NextLocked(int device, uint64_t token, std::vector<Drop>* drops, std::optional<Batch>* out,
                   Metrics::Release* why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What Submit derives from `item` (outside the lock), or why it cannot be queued.
+  absl::StatusOr<Entry> MakeEntry(const std::shared_ptr<WorkItem>& item) const;
   // Whether `e` must be answered now instead of run; if so, appends it to `drops`.
   bool ShouldDrop(const Entry& e, absl::Time now, std::vector<Drop>* drops) const;
   // Removes `it` from queue `q` (for a drop or a hand-out).
@@ -139,7 +141,7 @@ class Batcher::Impl {
   absl::flat_hash_map<int, DeviceState> devices_ ABSL_GUARDED_BY(mu_);
 };
 
-absl::Status Batcher::Impl::Submit(std::shared_ptr<WorkItem> item) {
+absl::StatusOr<Entry> Batcher::Impl::MakeEntry(const std::shared_ptr<WorkItem>& item) const {
   if (item == nullptr || !item->done || item->request.problems.empty()) {
     return absl::InvalidArgumentError("batcher: work item without callback or problems");
   }
@@ -178,36 +180,59 @@ absl::Status Batcher::Impl::Submit(std::shared_ptr<WorkItem> item) {
     for (const Problem& p : req.problems) e.rows += p.m * std::max<int64_t>(p.count, 1);
   }
   e.deadline = req.deadline;
-  const int q = QueueIndex(req.priority);
+  return e;
+}
 
-  int64_t depth = 0;
+std::vector<absl::Status> Batcher::Impl::SubmitAll(std::vector<std::shared_ptr<WorkItem>> items) {
+  std::vector<absl::Status> statuses(items.size());
+  std::vector<std::optional<Entry>> entries(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    absl::StatusOr<Entry> e = MakeEntry(items[i]);
+    if (e.ok()) {
+      entries[i] = std::move(*e);
+    } else {
+      statuses[i] = e.status();
+    }
+  }
+  int refused = 0;  // items refused for a full queue or shutdown
+  bool shutdown = false;
   {
     absl::MutexLock lock(&mu_);
-    if (shutdown_) {
-      depth = -1;
-    } else if (size_ >= options_.queue_capacity) {
-      depth = size_;
-    } else {
-      const absl::Time now = clock_->Now();
-      if (item->arrival == absl::Time()) item->arrival = now;
+    const absl::Time now = clock_->Now();
+    bool queued = false;
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!entries[i].has_value()) continue;
+      if (shutdown_ || size_ >= options_.queue_capacity) {
+        shutdown = shutdown_;
+        ++refused;
+        statuses[i] = shutdown_
+                          ? absl::UnavailableError("server shutting down")
+                          : absl::UnavailableError(absl::StrCat(
+                                "queue full: ", size_, " requests queued (--queue_capacity)"));
+        continue;
+      }
+      Entry& e = *entries[i];
+      if (items[i]->arrival == absl::Time()) items[i]->arrival = now;
       e.enqueued = now;
-      e.item = std::move(item);
+      e.item = std::move(items[i]);
       earliest_deadline_ = std::min(earliest_deadline_, e.deadline);
       next_sweep_ = std::min(
           {next_sweep_, earliest_deadline_ + absl::Nanoseconds(1), now + options_.sweep_interval});
-      queues_[q].push_back(std::move(e));
+      queues_[QueueIndex(e.item->request.priority)].push_back(std::move(e));
       ++size_;
+      queued = true;
+    }
+    if (queued) {
       ReportDepth();
-      cv_.SignalAll();
-      return absl::OkStatus();
+      cv_.SignalAll();  // once for all of them
     }
   }
   if (options_.metrics != nullptr) {
-    options_.metrics->RecordDropped(depth < 0 ? "shutdown" : "queue_full");
+    for (int i = 0; i < refused; ++i) {
+      options_.metrics->RecordDropped(shutdown ? "shutdown" : "queue_full");
+    }
   }
-  if (depth < 0) return absl::UnavailableError("server shutting down");
-  return absl::UnavailableError(
-      absl::StrCat("queue full: ", depth, " requests queued (--queue_capacity)"));
+  return statuses;
 }
 
 std::optional<Batch> Batcher::Impl::Next(int device) {
@@ -466,7 +491,13 @@ Batcher::~Batcher() {
 }
 
 absl::Status Batcher::Submit(std::shared_ptr<WorkItem> item) {
-  return impl_->Submit(std::move(item));
+  std::vector<std::shared_ptr<WorkItem>> items;
+  items.push_back(std::move(item));
+  return impl_->SubmitAll(std::move(items))[0];
+}
+
+std::vector<absl::Status> Batcher::SubmitAll(std::vector<std::shared_ptr<WorkItem>> items) {
+  return impl_->SubmitAll(std::move(items));
 }
 
 std::optional<Batch> Batcher::Next(int device) { return impl_->Next(device); }

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -92,6 +93,12 @@ class Batcher : public WorkSource {
   // Thread-safe. `item->cancelled` must be cheap, non-blocking and not call into the batcher (it
   // is polled under the batcher's lock).
   absl::Status Submit(std::shared_ptr<WorkItem> item);
+
+  // Submit() for several items at once (the requests of one wire message), under one lock and
+  // with one wake-up, so that a batch being gathered takes all of them or none. Returns one status
+  // per item, with Submit()'s meaning; when the queue fills part-way, the items that found it full
+  // are refused and the others queued. Thread-safe.
+  std::vector<absl::Status> SubmitAll(std::vector<std::shared_ptr<WorkItem>> items);
 
   // WorkSource: blocks until a batch for `device` is ready (see the rules above); after
   // Shutdown() it stops waiting for company and returns nullopt once nothing runnable on `device`

@@ -43,20 +43,48 @@ GemmEngine::GemmEngine(const Options& options, std::unique_ptr<Backend> backend,
 
 GemmEngine::~GemmEngine() { Shutdown(); }
 
-absl::Status GemmEngine::Submit(std::shared_ptr<WorkItem> item) {
+absl::Status GemmEngine::Validate(WorkItem* item) const {
   const std::string& kernel = item->request.kernel;
   if (!kernel.empty() && std::find(kernels_.begin(), kernels_.end(), kernel) == kernels_.end()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "kernel: '", kernel,
         "' is not a usable kernel here (usable: ", absl::StrJoin(kernels_, ", "), ")"));
   }
-  if (auto s = ValidateRequest(options_.limits, *registry_, &item->request); !s.ok()) return s;
-  std::unique_ptr<DeviceSplit> split = DeviceSplit::Make(item);
-  if (split == nullptr) return batcher_->Submit(std::move(item));
+  return ValidateRequest(options_.limits, *registry_, &item->request);
+}
+
+absl::Status GemmEngine::Submit(std::shared_ptr<WorkItem> item) {
+  std::vector<std::shared_ptr<WorkItem>> items;
+  items.push_back(std::move(item));
+  return SubmitAll(std::move(items))[0];
+}
+
+std::vector<absl::Status> GemmEngine::SubmitAll(std::vector<std::shared_ptr<WorkItem>> items) {
+  std::vector<absl::Status> statuses(items.size());
+  std::vector<std::shared_ptr<WorkItem>> queue;  // valid items needing no split, in order
+  std::vector<size_t> queue_index;               // their index in `items`
+  for (size_t i = 0; i < items.size(); ++i) {
+    statuses[i] = Validate(items[i].get());
+    if (!statuses[i].ok()) continue;
+    std::unique_ptr<DeviceSplit> split = DeviceSplit::Make(items[i]);
+    if (split == nullptr) {
+      queue.push_back(std::move(items[i]));
+      queue_index.push_back(i);
+      continue;
+    }
+    statuses[i] = SubmitSplit(*split);
+  }
+  if (queue.empty()) return statuses;
+  std::vector<absl::Status> queued = batcher_->SubmitAll(std::move(queue));
+  for (size_t j = 0; j < queued.size(); ++j) statuses[queue_index[j]] = std::move(queued[j]);
+  return statuses;
+}
+
+absl::Status GemmEngine::SubmitSplit(DeviceSplit& split) {
   // A group over matrices on different devices: one part per device, answered as one.
-  for (const auto& part : split->parts()) {
+  for (const auto& part : split.parts()) {
     if (auto s = batcher_->Submit(part); !s.ok()) {
-      split->Abandon();  // parts already queued still run; their answers go nowhere
+      split.Abandon();  // parts already queued still run; their answers go nowhere
       return s;
     }
   }

@@ -20,6 +20,8 @@
 
 namespace gemm::core {
 
+class DeviceSplit;
+
 class GemmEngine {
  public:
   struct Options {
@@ -39,6 +41,11 @@ class GemmEngine {
   // called exactly once later, from a backend or batcher thread. Never blocks on compute.
   absl::Status Submit(std::shared_ptr<WorkItem> item);
 
+  // Submit() for the requests of one wire message: returns one status per item, with Submit()'s
+  // meaning. The valid ones are queued together (Batcher::SubmitAll), so a batch being gathered
+  // takes all of them or none and they tend to be answered together.
+  std::vector<absl::Status> SubmitAll(std::vector<std::shared_ptr<WorkItem>> items);
+
   // Stops accepting work, lets queued and running requests finish, stops the backend. Idempotent.
   void Shutdown();
 
@@ -53,6 +60,10 @@ class GemmEngine {
  private:
   GemmEngine(const Options& options, std::unique_ptr<Backend> backend,
              std::unique_ptr<Batcher> batcher);
+  // Checks the requested kernel and the request (resolving resident handles).
+  absl::Status Validate(WorkItem* item) const;
+  // Queues the parts of a request that DeviceSplit divided; on error abandons them.
+  absl::Status SubmitSplit(DeviceSplit& split);
   Options options_;
   Clock* clock_;
   std::unique_ptr<Backend> backend_;

@@ -151,6 +151,10 @@ struct WorkItem {
   std::function<bool()> cancelled;
   // Opaque keep-alive for the memory `request` borrows (e.g. the wire message).
   std::shared_ptr<const void> keep_alive;
+  // Where the answer goes (e.g. the stream the request came on), or null. A backend answers the
+  // items of one group that finish together on one thread inside one AnswerBatch, so that the
+  // group's answers can leave in one message.
+  const void* answer_group = nullptr;
 };
 
 }  // namespace gemm::core

@@ -22,6 +22,7 @@
 #include "common/thread_name.h"
 #include "common/uninitialized_string.h"
 #include "gemm/kernel.h"
+#include "server/core/answer_batch.h"
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/resident.h"
@@ -546,6 +547,39 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   }
 }
 
+namespace {
+
+// The answers of one unit as tasks for the completion threads: one per answer group (an item
+// without a group is a group of its own), in order of first appearance, each running its answers
+// inside one AnswerBatch so that the answers bound for one stream leave in one message.
+std::vector<std::function<void()>> GroupAnswers(std::vector<std::function<void()>> answers,
+                                                const std::vector<const void*>& groups) {
+  std::vector<std::vector<std::function<void()>>> members;
+  std::vector<const void*> member_group;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    size_t t = members.size();
+    if (groups[i] != nullptr) {
+      t = std::find(member_group.begin(), member_group.end(), groups[i]) - member_group.begin();
+    }
+    if (t == members.size()) {
+      members.emplace_back();
+      member_group.push_back(groups[i]);
+    }
+    members[t].push_back(std::move(answers[i]));
+  }
+  std::vector<std::function<void()>> tasks;
+  tasks.reserve(members.size());
+  for (auto& m : members) {
+    tasks.push_back([m = std::move(m)] {
+      core::AnswerBatch batch;
+      for (const auto& answer : m) answer();
+    });
+  }
+  return tasks;
+}
+
+}  // namespace
+
 void Executor::HostCallback(void* unit) {
   // Runs on CUDA's callback thread: no CUDA calls here, just hand over.
   Unit* u = static_cast<Unit*>(unit);
@@ -700,11 +734,14 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
   t.batch_requests = static_cast<int>(u->items.size());
   t.device = device_->ordinal();
   std::vector<std::function<void()>> answers;
+  std::vector<const void*> groups;
   answers.reserve(u->items.size());
+  groups.reserve(u->items.size());
   for (size_t i = 0; i < u->items.size(); ++i) {
     // Drop the unit's reference to the item (and so to its resident B) before completing it, so
     // whoever is told "done" sees the memory of a released matrix already returned.
     std::shared_ptr<core::WorkItem> item = std::move(u->items[i]);
+    groups.push_back(item->answer_group);
     core::DoneCallback done = item->done;
     if (!u->status.ok()) {
       answers.push_back([done = std::move(done), st = u->status] { done(st); });
@@ -726,6 +763,7 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
   }
   u.reset();
   if (counted) Mark(Phase::kCompletionWork, &mark);
+  answers = GroupAnswers(std::move(answers), groups);
   if (answers.empty()) return;
   if (answers.size() > 1) {
     absl::MutexLock lock(&mu_);

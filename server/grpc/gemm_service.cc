@@ -3,10 +3,13 @@
 
 #include <deque>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "server/core/answer_batch.h"
 #include "server/grpc/convert.h"
 #include "server/grpc/peer.h"
 #include "server/grpc/response_pack.h"
@@ -99,10 +102,11 @@ struct PackedMessages {
 
 }  // namespace
 
-// Bidirectional stream: reads messages one after another, submits each request in them, writes
-// responses as they complete (one write in flight at a time; with PackedMessages a write carries
-// the responses that became ready meanwhile, up to kMaxResponsePackBytes), finishes when the client
-// is done and every request has been answered.
+// Bidirectional stream: reads messages one after another, submits the requests of each together
+// (GemmEngine::SubmitAll), writes responses as they complete (one write in flight at a time; with
+// PackedMessages a write carries the responses that became ready meanwhile, up to
+// kMaxResponsePackBytes, and the answers a backend gives inside one AnswerBatch wait for each
+// other), finishes when the client is done and every request has been answered.
 template <class Messages>
 class GemmServiceImpl::StreamReactor final
     : public grpc::ServerBidiReactor<typename Messages::In, typename Messages::Out> {
@@ -133,9 +137,24 @@ class GemmServiceImpl::StreamReactor final
       in_flight_ += count;
     }
     StartNextRead();
+    std::vector<std::shared_ptr<core::WorkItem>> items;
+    std::vector<std::string> ids;
+    items.reserve(count);
+    ids.reserve(count);
     for (int i = 0; i < count; ++i) {
       // Each request keeps the whole message alive (its operands may point into it).
-      Handle(std::shared_ptr<v1::GemmRequest>(message, Messages::At(message.get(), i)));
+      std::shared_ptr<v1::GemmRequest> request(message, Messages::At(message.get(), i));
+      std::string id = request->request_id();
+      auto item = MakeItem(std::move(request));
+      if (item == nullptr) continue;  // answered with its error
+      ids.push_back(std::move(id));
+      items.push_back(std::move(item));
+    }
+    if (items.empty()) return;
+    // Queued together: a batch being gathered takes all of them or none.
+    std::vector<absl::Status> queued = service_->engine_->SubmitAll(std::move(items));
+    for (size_t i = 0; i < queued.size(); ++i) {
+      if (!queued[i].ok()) Complete(ids[i], queued[i]);
     }
   }
 
@@ -144,7 +163,7 @@ class GemmServiceImpl::StreamReactor final
     {
       absl::MutexLock lock(&mu_);
       if (!ok) broken_ = true;
-      if (!ready_.empty() && !broken_) {
+      if (!ready_.empty() && !broken_ && !flush_pending_) {
         StartWriteLocked();
       } else {
         writing_.reset();
@@ -173,25 +192,27 @@ class GemmServiceImpl::StreamReactor final
     this->StartWrite(writing_.get());
   }
 
-  // Submits one request (already counted in in_flight_).
-  void Handle(std::shared_ptr<v1::GemmRequest> request) {
+  // The work item of one request (already counted in in_flight_), or null after answering the
+  // request with why it cannot be converted.
+  std::shared_ptr<core::WorkItem> MakeItem(std::shared_ptr<v1::GemmRequest> request) {
     const absl::Time arrival = absl::Now();
     const std::string id = request->request_id();
     auto domain =
         FromProto(*request, arrival, RpcDeadline(context_), service_->engine_->shared_memory());
     if (!domain.ok()) {
       Complete(id, domain.status());
-      return;
+      return nullptr;
     }
     auto item = std::make_shared<core::WorkItem>();
     item->request = std::move(*domain);
     item->arrival = arrival;
-    item->keep_alive = std::move(request);
+    item->answer_group = this;
     item->cancelled = [ctx = context_] { return ctx->IsCancelled(); };
     item->done = [this, id](absl::StatusOr<core::GemmResult> result) {
       Complete(id, std::move(result));
     };
-    if (auto s = service_->engine_->Submit(std::move(item)); !s.ok()) Complete(id, s);
+    item->keep_alive = std::move(request);
+    return item;
   }
 
   void Complete(const std::string& id, absl::StatusOr<core::GemmResult> result) {
@@ -213,7 +234,32 @@ class GemmServiceImpl::StreamReactor final
         finish = ShouldFinishLocked();
       } else {
         ready_.push_back(std::move(response));
-        if (writing_ == nullptr) StartWriteLocked();
+        // Answers completing together (one AnswerBatch: a GPU unit's answers for this stream)
+        // are written together, when the batch closes; until then no write starts (also not
+        // at the end of one in flight now), so they do not leave one by one.
+        if (!flush_pending_) {
+          if (core::AnswerBatch::Defer([this] { Flush(); })) {
+            flush_pending_ = true;
+          } else if (writing_ == nullptr) {
+            StartWriteLocked();
+          }
+        }
+      }
+    }
+    if (finish) FinishNow();
+  }
+
+  // The deferred write of Complete(): writes what is ready unless a write is still out (its end
+  // writes them).
+  void Flush() {
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      flush_pending_ = false;
+      if (!broken_ && !ready_.empty() && writing_ == nullptr) {
+        StartWriteLocked();
+      } else {
+        finish = ShouldFinishLocked();
       }
     }
     if (finish) FinishNow();
@@ -223,7 +269,7 @@ class GemmServiceImpl::StreamReactor final
   // written. The caller then calls FinishNow() after releasing mu_: OnDone may delete this
   // reactor as soon as Finish() is called, so no lock of ours may still be held then.
   bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || in_flight_ > 0 || writing_ != nullptr) return false;
+    if (finished_ || in_flight_ > 0 || writing_ != nullptr || flush_pending_) return false;
     if (!reads_done_ && !broken_) return false;
     finished_ = true;
     finish_status_ = broken_ && !reads_done_ ? grpc::Status::CANCELLED : grpc::Status::OK;
@@ -243,6 +289,7 @@ class GemmServiceImpl::StreamReactor final
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool flush_pending_ ABSL_GUARDED_BY(mu_) = false;  // a Flush() is deferred (AnswerBatch)
   grpc::Status finish_status_;  // set once by ShouldFinishLocked, read by FinishNow
 };
 

@@ -30,3 +30,14 @@ gtest_discover_tests(device_split_test DISCOVERY_MODE PRE_TEST)
 add_executable(engine_split_test ${CMAKE_CURRENT_LIST_DIR}/engine_split_test.cc)
 target_link_libraries(engine_split_test PRIVATE gemm_core GTest::gtest_main)
 gtest_discover_tests(engine_split_test DISCOVERY_MODE PRE_TEST)
+
+# AnswerBatch: answers given together leave together (deferred writes per thread).
+add_executable(answer_batch_test ${CMAKE_CURRENT_LIST_DIR}/answer_batch_test.cc)
+target_link_libraries(answer_batch_test PRIVATE gemm_core GTest::gtest_main)
+gtest_discover_tests(answer_batch_test DISCOVERY_MODE PRE_TEST)
+
+# GemmStreamPacked in one process over a fake backend: a message's requests run as one batch and
+# the batch's answers leave in one message.
+add_executable(stream_packing_test ${CMAKE_CURRENT_LIST_DIR}/stream_packing_test.cc)
+target_link_libraries(stream_packing_test PRIVATE gemm_grpc_service GTest::gtest_main)
+gtest_discover_tests(stream_packing_test DISCOVERY_MODE PRE_TEST)

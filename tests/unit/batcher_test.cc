@@ -563,6 +563,62 @@ TEST_F(BatcherTest, FullQueueAnswersUnavailableAtOnce) {
   EXPECT_TRUE(batcher_->Submit(extra).ok());
 }
 
+TEST_F(BatcherTest, SubmitAllQueuesAMessageForAnIdleCallerToTakeWhole) {
+  Make();
+  batcher_->DeviceIdle(0, 0);
+  auto f = AsyncNext(0);  // idle and waiting: takes the first arrival at once
+  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  std::vector<std::shared_ptr<WorkItem>> message;
+  for (int i = 0; i < 4; ++i) message.push_back(Item(16, w_));
+  const std::vector<absl::Status> statuses = batcher_->SubmitAll(message);
+  ASSERT_EQ(statuses.size(), 4u);
+  for (const absl::Status& s : statuses) EXPECT_TRUE(s.ok()) << s;
+  ASSERT_TRUE(ReadySoon(f));
+  std::optional<Batch> b = f.get();
+  ASSERT_TRUE(b.has_value());
+  // Queued under one lock: the caller woken by the first sees all four.
+  ASSERT_EQ(b->items.size(), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(b->items[i], message[i]) << i;
+  EXPECT_EQ(b->rows, 64);
+}
+
+TEST_F(BatcherTest, SubmitAllRefusesWhatDoesNotFitAndQueuesTheRest) {
+  Batcher::Options o;
+  o.queue_capacity = 3;
+  Make(o);
+  SubmitOk(Item(16, w_));
+  std::vector<std::shared_ptr<WorkItem>> message;
+  for (int i = 0; i < 4; ++i) message.push_back(Item(16, w_));
+  message[1]->done = nullptr;  // malformed: refused on its own, takes no room
+  const std::vector<absl::Status> statuses = batcher_->SubmitAll(message);
+  ASSERT_EQ(statuses.size(), 4u);
+  EXPECT_TRUE(statuses[0].ok()) << statuses[0];
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kInvalidArgument) << statuses[1];
+  EXPECT_TRUE(statuses[2].ok()) << statuses[2];
+  EXPECT_EQ(statuses[3].code(), absl::StatusCode::kUnavailable) << statuses[3];
+  EXPECT_EQ(statuses[3].message(), "queue full: 3 requests queued (--queue_capacity)");
+  EXPECT_EQ(batcher_->QueueDepth(), 3);
+  EXPECT_EQ(OutcomeOf(message[3]).calls(), 0);  // refused items are the caller's to answer
+  clock_.Advance(kDelay);
+  std::optional<Batch> b = batcher_->Next(-1);
+  ASSERT_TRUE(b.has_value());
+  ASSERT_EQ(b->items.size(), 3u);
+  EXPECT_EQ(b->items[1], message[0]);
+  EXPECT_EQ(b->items[2], message[2]);
+}
+
+TEST_F(BatcherTest, SubmitAllAfterShutdownRefusesEverything) {
+  Make();
+  batcher_->Shutdown();
+  const std::vector<absl::Status> statuses = batcher_->SubmitAll({Item(16, w_), Item(16, w_)});
+  ASSERT_EQ(statuses.size(), 2u);
+  for (const absl::Status& s : statuses) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    EXPECT_EQ(s.message(), "server shutting down");
+  }
+  EXPECT_EQ(batcher_->QueueDepth(), 0);
+}
+
 TEST_F(BatcherTest, DeviceAffinity) {
   Batcher::Options o;
   o.enable_batching = false;
