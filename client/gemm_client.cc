@@ -106,12 +106,30 @@ absl::StatusOr<v1::SharedMemoryInfo> GemmClient::RegisterSharedMemory(const std:
                                                                       const std::string& key,
                                                                       int64_t offset,
                                                                       int64_t byte_size) {
-  grpc::ClientContext context;
   v1::RegisterSharedMemoryRequest request;
   request.set_name(name);
   request.set_key(key);
   request.set_offset(offset);
   request.set_byte_size(byte_size);
+  return RegisterRegion(request);
+}
+
+absl::StatusOr<v1::SharedMemoryInfo> GemmClient::RegisterDeviceMemory(const std::string& name,
+                                                                      const std::string& ipc_handle,
+                                                                      int device, int64_t offset,
+                                                                      int64_t byte_size) {
+  v1::RegisterSharedMemoryRequest request;
+  request.set_name(name);
+  request.set_cuda_ipc_handle(ipc_handle);
+  request.set_device(device);
+  request.set_offset(offset);
+  request.set_byte_size(byte_size);
+  return RegisterRegion(request);
+}
+
+absl::StatusOr<v1::SharedMemoryInfo> GemmClient::RegisterRegion(
+    const v1::RegisterSharedMemoryRequest& request) {
+  grpc::ClientContext context;
   v1::SharedMemoryInfo info;
   grpc::Status s = stub()->RegisterSharedMemory(&context, request, &info);
   if (!s.ok()) return FromGrpcStatus(s);

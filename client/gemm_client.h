@@ -61,6 +61,12 @@ class GemmClient {
   absl::StatusOr<v1::SharedMemoryInfo> RegisterSharedMemory(const std::string& name,
                                                             const std::string& key, int64_t offset,
                                                             int64_t byte_size);
+  // RegisterSharedMemory for GPU memory: `ipc_handle` (a cudaIpcMemHandle_t's bytes) of an
+  // allocation on GPU `device`, range [offset, offset + byte_size) of it.
+  absl::StatusOr<v1::SharedMemoryInfo> RegisterDeviceMemory(const std::string& name,
+                                                            const std::string& ipc_handle,
+                                                            int device, int64_t offset,
+                                                            int64_t byte_size);
 
   // Unregisters region `name`.
   absl::Status UnregisterSharedMemory(const std::string& name);
@@ -73,6 +79,9 @@ class GemmClient {
 
  private:
   explicit GemmClient(std::vector<std::shared_ptr<grpc::Channel>> channels);
+  // Sends a RegisterSharedMemory request.
+  absl::StatusOr<v1::SharedMemoryInfo> RegisterRegion(
+      const v1::RegisterSharedMemoryRequest& request);
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<v1::GemmService::Stub>> stubs_;
   std::atomic<uint64_t> next_{0};

@@ -72,6 +72,10 @@ ABSL_FLAG(std::string, experts, "",
 ABSL_FLAG(bool, shm, false,
           "Pass A (and inline B) and receive D through a POSIX shared-memory region registered on "
           "each target (servers on this host only)");
+ABSL_FLAG(int32_t, shm_device, -1,
+          "--shm: put the region in GPU memory of this device (as the server numbers its GPUs) and "
+          "share it through CUDA IPC, so A and D never cross PCIe (cuda backend, same host); -1: "
+          "host shared memory");
 ABSL_FLAG(int64_t, shm_output_slots, 0,
           "--shm: output slots per shape, so each request in flight has its own D (as a real "
           "client's outputs would); 0: the largest --concurrency of the sweep (open loop: 64). "
@@ -194,6 +198,10 @@ absl::StatusOr<gemm::loadgen::WorkloadSpec> WorkloadFromFlags() {
   }
   w.kernel = absl::GetFlag(FLAGS_kernel);
   w.shared_memory = absl::GetFlag(FLAGS_shm);
+  w.shm_device = absl::GetFlag(FLAGS_shm_device);
+  if (w.shm_device >= 0 && !w.shared_memory) {
+    return absl::InvalidArgumentError("--shm_device needs --shm");
+  }
   if (auto s = gemm::loadgen::ParseExperts(absl::GetFlag(FLAGS_experts), &w); !s.ok()) return s;
   if (w.experts > 0 && (w.b_source != BSource::kResident || w.streaming || w.shared_memory)) {
     return absl::InvalidArgumentError(

@@ -60,6 +60,7 @@ std::string WorkloadSpec::Describe() const {
   if (experts > 0) absl::StrAppend(&d, " experts=", experts, ":", experts_per_request);
   if (!kernel.empty()) absl::StrAppend(&d, " kernel=", kernel);
   if (shared_memory) absl::StrAppend(&d, " shm");
+  if (shared_memory && shm_device >= 0) absl::StrAppend(&d, " on GPU ", shm_device, " (CUDA IPC)");
   return d;
 }
 

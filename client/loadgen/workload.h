@@ -55,6 +55,9 @@ struct WorkloadSpec {
   // A (and inline B) read from, and D written into, a POSIX shared-memory region registered on
   // every target (same host only): the gRPC messages carry references, not matrices.
   bool shared_memory = false;
+  // With shared_memory: >= 0 puts the region in GPU memory of this device instead, exported to
+  // the servers through CUDA IPC (A and D then never cross PCIe); -1: host shared memory.
+  int shm_device = -1;
   // Mixture-of-experts steps (> 0): every request is a ProblemGroup of `experts_per_request`
   // problems of the drawn shape, each against a different one of `experts` resident matrices
   // (the shape's B registered `experts` times). Resident B, unary RPCs, no --shm.

@@ -100,6 +100,17 @@ class Backend {
   }
   // Undoes a successful PinHostMemory(data, ...). Thread-safe.
   virtual void UnpinHostMemory(void* /*data*/) {}
+  // Maps the device memory another process exported as `ipc_handle` (a cudaIpcMemHandle_t) on
+  // device `device` and returns its base address, valid for device copies from any of the
+  // backend's threads until CloseDeviceMemory. INVALID_ARGUMENT for a bad device or handle.
+  // Thread-safe.
+  virtual absl::StatusOr<char*> OpenDeviceMemory(const std::string& /*ipc_handle*/,
+                                                 int /*device*/) {
+    return absl::UnimplementedError(
+        "this server's backend cannot map GPU memory (CUDA IPC needs the cuda backend)");
+  }
+  // Undoes a successful OpenDeviceMemory. Thread-safe.
+  virtual void CloseDeviceMemory(char* /*base*/) {}
 };
 
 }  // namespace gemm::core

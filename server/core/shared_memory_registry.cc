@@ -13,8 +13,12 @@ SharedMemoryRegion::SharedMemoryRegion(Desc desc, std::unique_ptr<PosixShm> map,
                                        bool pinned)
     : desc_(std::move(desc)), map_(std::move(map)), backend_(backend), pinned_(pinned) {}
 
+SharedMemoryRegion::SharedMemoryRegion(Desc desc, char* device_base, Backend* backend)
+    : desc_(std::move(desc)), device_base_(device_base), backend_(backend) {}
+
 SharedMemoryRegion::~SharedMemoryRegion() {
   if (pinned_) backend_->UnpinHostMemory(map_->map_base());
+  if (device_base_ != nullptr) backend_->CloseDeviceMemory(device_base_);
 }
 
 SharedMemoryRegistry::SharedMemoryRegistry(Backend* backend, int64_t max_bytes,
@@ -30,10 +34,15 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
   if (desc.name.empty() || desc.name.size() > 256) {
     return absl::InvalidArgumentError("name: must be 1-256 characters");
   }
-  if (auto s = PosixShm::CheckKey(desc.key); !s.ok()) {
+  const bool device = !desc.cuda_ipc_handle.empty();
+  if (device) {
+    if (!desc.key.empty()) {
+      return absl::InvalidArgumentError("key: set key or cuda_ipc_handle, not both");
+    }
+  } else if (auto s = PosixShm::CheckKey(desc.key); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("key: ", s.message()));
   }
-  if (!absl::StartsWith(desc.key, key_prefix_)) {
+  if (!device && !absl::StartsWith(desc.key, key_prefix_)) {
     return absl::PermissionDeniedError(absl::StrCat("key: '", desc.key, "' does not start with '",
                                                     key_prefix_, "' (--shared_memory_key_prefix)"));
   }
@@ -62,9 +71,30 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
     bytes_ -= desc.byte_size;
     regions_.erase(desc.name);
   };
+  auto region = Map(desc);
+  if (!region.ok()) {
+    unreserve();
+    return region.status();
+  }
+  absl::MutexLock lock(&mu_);
+  regions_[desc.name] = *region;
+  return *region;
+}
+
+absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::Map(
+    const SharedMemoryRegion::Desc& desc) {
+  if (!desc.cuda_ipc_handle.empty()) {
+    // NOTE: the allocation's size is not known here; the client vouches for offset + byte_size
+    // as it does for its host objects' ranges (device copies outside it fail, not the server).
+    absl::StatusOr<char*> base = backend_->OpenDeviceMemory(desc.cuda_ipc_handle, desc.device);
+    if (!base.ok()) {
+      return absl::Status(base.status().code(),
+                          absl::StrCat("cuda_ipc_handle: ", base.status().message()));
+    }
+    return std::make_shared<const SharedMemoryRegion>(desc, *base, backend_);
+  }
   auto map = PosixShm::Open(desc.key, desc.offset, desc.byte_size);
   if (!map.ok()) {
-    unreserve();
     return absl::Status(map.status().code(), absl::StrCat("key: ", map.status().message()));
   }
   // NOTE: the page-aligned mapping, not just the range (which may start mid-page).
@@ -73,11 +103,7 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
     GEMM_LOG(WARNING) << "shared-memory region '" << desc.name
                       << "' is not page-locked, its copies go through staging: " << pin;
   }
-  auto region =
-      std::make_shared<const SharedMemoryRegion>(desc, std::move(*map), backend_, pin.ok());
-  absl::MutexLock lock(&mu_);
-  regions_[desc.name] = region;
-  return region;
+  return std::make_shared<const SharedMemoryRegion>(desc, std::move(*map), backend_, pin.ok());
 }
 
 absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
@@ -116,7 +142,7 @@ absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
         " is not a non-empty range inside region '", ref.region, "' (", size, " bytes)"));
   }
   Resolved out{absl::Span<char>(r->data() + ref.offset, static_cast<size_t>(ref.byte_size)),
-               r->pinned()};
+               r->pinned(), r->on_device()};
   keep->push_back(std::move(r));
   return out;
 }

@@ -1,7 +1,8 @@
 // Registry of client shared-memory regions (RegisterSharedMemory): name -> mapped byte range of a
-// POSIX shared-memory object, page-locked by the backend where it can, so operands and outputs
-// travel by reference instead of inside gRPC messages. Requests hold their regions (shared_ptr)
-// so an unregistered region stays mapped until they finish. Thread-safe.
+// POSIX shared-memory object, page-locked by the backend where it can, or of a client's GPU
+// allocation mapped through CUDA IPC, so operands and outputs travel by reference instead of
+// inside gRPC messages. Requests hold their regions (shared_ptr) so an unregistered region stays
+// mapped until they finish. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -24,24 +25,32 @@ class SharedMemoryRegion {
  public:
   struct Desc {
     std::string name;
-    std::string key;  // shm_open name
+    std::string key;  // shm_open name; empty for GPU memory
     int64_t offset = 0;
     int64_t byte_size = 0;
+    std::string cuda_ipc_handle;  // GPU memory: the exported allocation's handle
+    int device = -1;              // GPU memory: the device it lives on
   };
+  // Host memory: a mapped POSIX shared-memory object, page-locked when `pinned`.
   SharedMemoryRegion(Desc desc, std::unique_ptr<PosixShm> map, Backend* backend, bool pinned);
+  // GPU memory: an allocation the backend mapped at `device_base` (OpenDeviceMemory).
+  SharedMemoryRegion(Desc desc, char* device_base, Backend* backend);
   ~SharedMemoryRegion();
 
   const Desc& desc() const { return desc_; }
-  // The mapped bytes (byte_size of them).
-  char* data() const { return map_->data(); }
+  // The mapped bytes (byte_size of them); a device address for GPU memory.
+  char* data() const { return map_ != nullptr ? map_->data() : device_base_ + desc_.offset; }
   // The backend page-locked the range.
   bool pinned() const { return pinned_; }
+  // GPU memory (desc().device): only device copies may touch data().
+  bool on_device() const { return device_base_ != nullptr; }
 
  private:
   Desc desc_;
   std::unique_ptr<PosixShm> map_;
+  char* device_base_ = nullptr;
   Backend* backend_;
-  bool pinned_;
+  bool pinned_ = false;
 };
 
 // A byte range of a registered region as a request names it.
@@ -58,9 +67,11 @@ class SharedMemoryRegistry {
   // `key_prefix` may be registered.
   SharedMemoryRegistry(Backend* backend, int64_t max_bytes, std::string key_prefix);
 
-  // Maps and pins `desc`'s range. INVALID_ARGUMENT (bad name/key/range), PERMISSION_DENIED (key
-  // outside the prefix), ALREADY_EXISTS (name taken), NOT_FOUND (no such object on this host),
-  // RESOURCE_EXHAUSTED (over the cap), FAILED_PRECONDITION (registration turned off).
+  // Maps and pins `desc`'s range, or maps its GPU allocation (cuda_ipc_handle set, key empty).
+  // INVALID_ARGUMENT (bad name/key/range/handle/device), PERMISSION_DENIED (key outside the
+  // prefix), ALREADY_EXISTS (name taken), NOT_FOUND (no such object on this host),
+  // RESOURCE_EXHAUSTED (over the cap), FAILED_PRECONDITION (registration turned off),
+  // UNIMPLEMENTED (GPU memory on a backend without CUDA).
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Register(SharedMemoryRegion::Desc desc);
 
   // Forgets `name` (NOT_FOUND if unknown); requests holding it finish first.
@@ -72,6 +83,7 @@ class SharedMemoryRegistry {
   struct Resolved {
     absl::Span<char> bytes;
     bool pinned = false;
+    bool on_device = false;  // device addresses (a CUDA IPC region)
   };
   absl::StatusOr<Resolved> Resolve(const std::string& field, const SharedMemoryRef& ref,
                                    std::vector<std::shared_ptr<const void>>* keep) const;
@@ -87,6 +99,10 @@ class SharedMemoryRegistry {
   int64_t bytes() const;
 
  private:
+  // Maps `desc`'s range of its host object or GPU allocation (the name and bytes are reserved).
+  absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Map(
+      const SharedMemoryRegion::Desc& desc);
+
   Backend* const backend_;
   const int64_t max_bytes_;
   const std::string key_prefix_;

@@ -28,9 +28,15 @@ const char* DTypeName(DType t);
 // "kn" / "nk".
 const char* BLayoutName(BLayout l);
 
-// Where a host operand's bytes live: in the request message, or in a registered shared-memory
-// region, page-locked (device copies read/write it in place) or not.
-enum class HostMemory : int { kMessage = 0, kShared = 1, kSharedPinned = 2 };
+// Where an operand's bytes live: in the request message, or in a registered shared-memory
+// region, page-locked (device copies read/write it in place) or not, or in a client's GPU memory
+// mapped through CUDA IPC (device addresses: only device copies may touch them).
+enum class HostMemory : int { kMessage = 0, kShared = 1, kSharedPinned = 2, kSharedDevice = 3 };
+
+// Whether device copies read and write memory of kind `where` in place (no staging).
+inline bool CopiedInPlace(HostMemory where) {
+  return where == HostMemory::kSharedPinned || where == HostMemory::kSharedDevice;
+}
 
 // A matrix kept on the server for use as B. Backends subclass it to hold their storage.
 class ResidentMatrix {

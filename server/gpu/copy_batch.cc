@@ -17,10 +17,13 @@ bool Contiguous(const Copy2D& c) {
   return c.rows <= 1 || (c.spitch == c.width && c.dpitch == c.width);
 }
 
+// NOTE: cudaMemcpyDefault (direction from the addresses, UVA): an operand in a client's GPU
+// memory (CUDA IPC) is copied device to device on the same path as host operands.
 absl::Status EnqueueOne(const Copy2D& c, cudaMemcpyKind kind, cudaStream_t stream) {
-  return CudaStatus(
-      cudaMemcpy2DAsync(c.dst, c.dpitch, c.src, c.spitch, c.width, c.rows, kind, stream),
-      kind == cudaMemcpyHostToDevice ? "cudaMemcpy2DAsync(H2D)" : "cudaMemcpy2DAsync(D2H)");
+  return CudaStatus(cudaMemcpy2DAsync(c.dst, c.dpitch, c.src, c.spitch, c.width, c.rows,
+                                      cudaMemcpyDefault, stream),
+                    kind == cudaMemcpyHostToDevice ? "cudaMemcpy2DAsync(to device)"
+                                                   : "cudaMemcpy2DAsync(from device)");
 }
 
 }  // namespace

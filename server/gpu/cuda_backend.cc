@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -137,6 +138,37 @@ class CudaBackend final : public core::Backend {
     if (devices_.empty()) return absl::FailedPreconditionError("no CUDA device");
     GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(devices_[0]->ordinal()), "cudaSetDevice"));
     return CudaStatus(cudaHostRegister(data, bytes, cudaHostRegisterPortable), "cudaHostRegister");
+  }
+
+  absl::StatusOr<char*> OpenDeviceMemory(const std::string& ipc_handle, int device) override {
+    if (ipc_handle.size() != sizeof(cudaIpcMemHandle_t)) {
+      return absl::InvalidArgumentError(absl::StrCat("has ", ipc_handle.size(),
+                                                     " bytes, a cudaIpcMemHandle_t has ",
+                                                     sizeof(cudaIpcMemHandle_t)));
+    }
+    auto it = std::find_if(devices_.begin(), devices_.end(),
+                           [&](const auto& d) { return d->ordinal() == device; });
+    if (it == devices_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device ", device, " is not one of this server's GPUs"));
+    }
+    GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+    cudaIpcMemHandle_t handle;
+    std::memcpy(&handle, ipc_handle.data(), sizeof(handle));
+    void* base = nullptr;
+    const cudaError_t e = cudaIpcOpenMemHandle(&base, handle, cudaIpcMemLazyEnablePeerAccess);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return absl::InvalidArgumentError(
+          absl::StrCat("cudaIpcOpenMemHandle on device ", device, ": ", cudaGetErrorString(e),
+                       " (a handle from cudaIpcGetMemHandle of another process's cudaMalloc)"));
+    }
+    return static_cast<char*>(base);
+  }
+
+  void CloseDeviceMemory(char* base) override {
+    absl::Status st = CudaStatus(cudaIpcCloseMemHandle(base), "cudaIpcCloseMemHandle");
+    if (!st.ok()) GEMM_LOG(WARNING) << st;
   }
 
   void UnpinHostMemory(void* data) override {

@@ -25,6 +25,7 @@
 #include "server/core/answer_batch.h"
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
+#include "server/gpu/device_copy.h"
 #include "server/gpu/resident.h"
 #include "server/gpu/unit.h"
 #include "server/gpu/unit_plan.h"
@@ -431,19 +432,25 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   };
   record(0, stream);
   std::vector<Copy2D> copies;
+  std::vector<Copy2D> device_copies;  // from a client's GPU memory (CUDA IPC): by our kernel
   copies.reserve(std::max(u->ins.size(), u->outs.size()));
   for (const InCopy& in : u->ins) {
     const void* src = u->direct || in.pinned
                           ? static_cast<const void*>(in.host)
                           : static_cast<const void*>(u->staging.ptr + in.stage_off);
-    copies.push_back({u->dev + in.dev_off, static_cast<size_t>(in.dpitch), src,
-                      static_cast<size_t>(in.row_bytes), static_cast<size_t>(in.row_bytes),
-                      static_cast<size_t>(in.rows)});
+    (in.device ? device_copies : copies)
+        .push_back({u->dev + in.dev_off, static_cast<size_t>(in.dpitch), src,
+                    static_cast<size_t>(in.row_bytes), static_cast<size_t>(in.row_bytes),
+                    static_cast<size_t>(in.rows)});
   }
   // Pageable memory (the direct path) keeps one call per copy.
   const bool batched = config_.batched_copies && !u->direct;
-  if (config_.merge_copies) MergeAdjacentCopies(copies);
+  if (config_.merge_copies) {
+    MergeAdjacentCopies(copies);
+    MergeAdjacentCopies(device_copies);
+  }
   if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyHostToDevice, stream, batched);
+  if (st.ok()) st = EnqueueDeviceCopies(device_copies, stream);
   Mark(Phase::kH2D, &mark);
   {
     // NOTE: the compute stream's lock too (taken after the copy stream's, always in this order):
@@ -504,17 +511,23 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   }
   Mark(Phase::kKernels, &mark);
   copies.clear();
+  device_copies.clear();
   for (const OutCopy& o : u->outs) {
     void* dst = o.pinned            ? static_cast<void*>(o.dest)
                 : !u->direct        ? static_cast<void*>(u->staging.ptr + o.stage_off)
                 : o.dest != nullptr ? static_cast<void*>(o.dest)
                                     : static_cast<void*>(u->outputs[o.item][o.output].data.data());
-    copies.push_back({dst, static_cast<size_t>(o.row_bytes), u->dev + o.dev_off,
-                      static_cast<size_t>(o.dpitch), static_cast<size_t>(o.row_bytes),
-                      static_cast<size_t>(o.rows)});
+    (o.device ? device_copies : copies)
+        .push_back({dst, static_cast<size_t>(o.row_bytes), u->dev + o.dev_off,
+                    static_cast<size_t>(o.dpitch), static_cast<size_t>(o.row_bytes),
+                    static_cast<size_t>(o.rows)});
   }
-  if (config_.merge_copies) MergeAdjacentCopies(copies);
+  if (config_.merge_copies) {
+    MergeAdjacentCopies(copies);
+    MergeAdjacentCopies(device_copies);
+  }
   if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyDeviceToHost, stream, batched);
+  if (st.ok()) st = EnqueueDeviceCopies(device_copies, stream);
   record(3, stream);
   if (!st.ok()) u->timed = false;
   u->status = st;

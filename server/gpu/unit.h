@@ -30,6 +30,7 @@ struct InCopy {
   const char* host = nullptr;
   int64_t rows = 0, row_bytes = 0, dev_off = 0, dpitch = 0, stage_off = 0;
   bool pinned = false;
+  bool device = false;  // `host` is a device address (a CUDA IPC region; pinned too)
 };
 
 // One device->host 2D copy of a whole output (item `item`, output `output`) into the response
@@ -39,6 +40,7 @@ struct OutCopy {
   int64_t dev_off = 0, dpitch = 0, rows = 0, row_bytes = 0, stage_off = 0;
   char* dest = nullptr;
   bool pinned = false;
+  bool device = false;  // `dest` is a device address (a CUDA IPC region; pinned too)
 };
 
 // One kernel-library call.

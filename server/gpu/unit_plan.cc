@@ -54,17 +54,19 @@ class Planner {
   // `where`: where `host` lives (page-locked shared memory is copied in place).
   void In(const char* host, core::HostMemory where, int64_t rows, int64_t row_bytes,
           int64_t dev_off, int64_t dpitch) {
-    const bool pinned = where == core::HostMemory::kSharedPinned;
+    const bool pinned = core::CopiedInPlace(where);
     u_->ins.push_back({host, rows, row_bytes, dev_off, dpitch,
-                       pinned ? -1 : TakeStage(rows * row_bytes), pinned});
+                       pinned ? -1 : TakeStage(rows * row_bytes), pinned,
+                       where == core::HostMemory::kSharedDevice});
   }
   // D of `p` (item `item`, output `output`): into its shared-memory destination or the response.
   void Out(const core::Problem& p, size_t item, size_t output, int64_t dev_off, int64_t dpitch,
            int64_t rows, int64_t row_bytes) {
     char* dest = p.d_dest.empty() ? nullptr : p.d_dest.data();
-    const bool pinned = dest != nullptr && p.d_mem == core::HostMemory::kSharedPinned;
+    const bool pinned = dest != nullptr && core::CopiedInPlace(p.d_mem);
     u_->outs.push_back({item, output, dev_off, dpitch, rows, row_bytes,
-                        pinned ? -1 : TakeStage(rows * row_bytes), dest, pinned});
+                        pinned ? -1 : TakeStage(rows * row_bytes), dest, pinned,
+                        pinned && p.d_mem == core::HostMemory::kSharedDevice});
   }
   int64_t dev_bytes() const { return dev_; }
   int64_t stage_bytes() const { return stage_; }

@@ -49,7 +49,9 @@ absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field
   auto r = shm.Resolve(field, {ref.region(), ref.offset(), ref.byte_size()}, &request->regions);
   if (!r.ok()) return r.status();
   *bytes = Bytes(r->bytes.data(), r->bytes.size());
-  *where = r->pinned ? core::HostMemory::kSharedPinned : core::HostMemory::kShared;
+  *where = r->on_device ? core::HostMemory::kSharedDevice
+           : r->pinned  ? core::HostMemory::kSharedPinned
+                        : core::HostMemory::kShared;
   return absl::OkStatus();
 }
 
@@ -246,10 +248,15 @@ void ToProto(const core::SharedMemoryRegion& region, int64_t in_flight,
   proto->set_byte_size(d.byte_size);
   proto->set_pinned(region.pinned());
   proto->set_in_flight(in_flight);
+  if (region.on_device()) {
+    proto->set_cuda(true);
+    proto->set_device(d.device);
+  }
 }
 
 core::SharedMemoryRegion::Desc FromProto(const v1::RegisterSharedMemoryRequest& proto) {
-  return {proto.name(), proto.key(), proto.offset(), proto.byte_size()};
+  return {proto.name(),  proto.key(), proto.offset(), proto.byte_size(), proto.cuda_ipc_handle(),
+          proto.device()};
 }
 
 void ToProto(const core::BackendDescription& backend, const core::Limits& limits,

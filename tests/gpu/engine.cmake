@@ -16,7 +16,7 @@ if(TARGET gemm_gpu_backend)
       ${PROJECT_SOURCE_DIR}/tests/integration/test_util.cc)
     target_link_libraries(engine_gpu_service_tests PRIVATE gemm_test_server_process
                           gemm_gpu_backend gemm_common absl::random_random absl::synchronization
-                          GTest::gtest_main)
+                          CUDA::cudart GTest::gtest_main)
     gtest_discover_tests(engine_gpu_service_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
                          PROPERTIES TIMEOUT 600)
   endif()

@@ -3,8 +3,10 @@
 // batcher) mixed with inline requests, checked against float64; GetServerInfo names the serving
 // kernel; releasing the weight returns the pool to its idle usage. The same through a registered
 // shared-memory region (page-locked: copies read A and write D in place). A lone request at an
-// idle GPU does not wait out the batching delay. With two GPUs, a mixture-of-experts step over
-// experts placed on both is split per GPU and answered as one. Skipped without a GPU.
+// idle GPU does not wait out the batching delay. Operands in the client's GPU memory (CUDA IPC).
+// With two GPUs, a mixture-of-experts step over experts placed on both is split per GPU and
+// answered as one. Skipped without a GPU.
+#include <cuda_runtime_api.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,6 +49,29 @@ void SetRef(v1::SharedMemoryRef* r, const std::string& region, int64_t off, int6
   r->set_offset(off);
   r->set_byte_size(bytes);
 }
+
+// What concurrent clients saw: failures ("" is a success) and the largest batch they ran in.
+class ClientTally {
+ public:
+  // Client `t`'s request `i` failed with `why` unless it is empty; it ran in a batch of `batch`.
+  void Note(int t, int i, const std::string& why, int batch) {
+    absl::MutexLock lock(&mu_);
+    max_batch_ = std::max(max_batch_, batch);
+    if (!why.empty()) failures_.push_back(absl::StrCat("client ", t, " request ", i, ": ", why));
+  }
+  // Fails the test on any failure (the first five shown) or when nothing was coalesced.
+  void Check(const std::string& what) {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < failures_.size() && i < 5; ++i) ADD_FAILURE() << failures_[i];
+    EXPECT_EQ(failures_.size(), 0u);
+    EXPECT_GT(max_batch_, 1) << "no " << what << " request was coalesced";
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<std::string> failures_ ABSL_GUARDED_BY(mu_);
+  int max_batch_ ABSL_GUARDED_BY(mu_) = 1;
+};
 
 TEST(EngineServiceTest, SixtyFourClientsResidentAndInlineMatchFloat64) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
@@ -273,9 +298,7 @@ TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
   EXPECT_TRUE(region->pinned()) << "the CUDA backend should page-lock registered regions";
   auto ref = [](v1::SharedMemoryRef* r, int64_t off, int64_t bytes) { SetRef(r, "r", off, bytes); };
 
-  std::atomic<int> bad{0}, max_batch{1};
-  absl::Mutex mu;
-  std::vector<std::string> failures;
+  ClientTally tally;
   std::vector<std::thread> threads;
   for (int t = 0; t < kClients; ++t) {
     threads.emplace_back([&, t] {
@@ -312,24 +335,12 @@ TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
           const double err = gemm::testing::OutputError(hp, out);
           if (!(err <= gemm::testing::Tolerance(hp))) why = absl::StrCat("error ", err);
         }
-        if (resp.ok()) {
-          int prev = max_batch.load();
-          while (resp->timing().batch_requests() > prev &&
-                 !max_batch.compare_exchange_weak(prev, resp->timing().batch_requests())) {
-          }
-        }
-        if (!why.empty()) {
-          ++bad;
-          absl::MutexLock lock(&mu);
-          failures.push_back(absl::StrCat("client ", t, " request ", i, ": ", why));
-        }
+        tally.Note(t, i, why, resp.ok() ? resp->timing().batch_requests() : 1);
       }
     });
   }
   for (auto& th : threads) th.join();
-  for (size_t i = 0; i < failures.size() && i < 5; ++i) ADD_FAILURE() << failures[i];
-  EXPECT_EQ(bad.load(), 0);
-  EXPECT_GT(max_batch.load(), 1) << "no shared-memory request was coalesced";
+  tally.Check("shared-memory");
 
   // A batched problem with A, B (shared), C from the region and FP32 D into it.
   const int64_t count = 4, bm = 100, bn = 300, bk = 500;
@@ -408,6 +419,109 @@ TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->devices(0).pool_used_bytes(), idle_used);
   EXPECT_EQ((*server)->Stop(SIGTERM), 0);
+}
+
+// Operands in the client's GPU memory (CUDA IPC): this process cudaMallocs a region, exports it
+// and the server maps it; concurrent decode requests read A from it and write D into it (device
+// to device, coalesced), also at a range that is not 16-byte aligned (the copy kernel's byte
+// path). Every output against float64; unwritten outputs would read as NaN.
+TEST(EngineServiceTest, CudaIpcOperandsCoalescedAndMatchFloat64) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  auto server = StartCudaServer();
+  ASSERT_TRUE(server.ok()) << server.status();
+  client::GemmClient& c = (*server)->client();
+  const int64_t N = 4096, K = 4096, M = 16;
+  absl::BitGen gen;
+  const std::string w = RandomBf16Bytes(N * K, gen);
+  auto reg = gemm::testing::RegisterNkWeight(c, "w", N, K, w);
+  ASSERT_TRUE(reg.ok()) << reg.status();
+
+  constexpr int kClients = 16, kPerClient = 4;
+  const int64_t a_bytes = M * K * 2, d_bytes = M * N * 2, slot = a_bytes + d_bytes;
+  const int64_t size = kClients * slot + slot + 4096;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  void* allocation = nullptr;
+  ASSERT_EQ(cudaMalloc(&allocation, size), cudaSuccess);
+  char* base = static_cast<char*>(allocation);
+  ASSERT_EQ(cudaMemset(base, 0xff, size), cudaSuccess);  // poison: unwritten outputs are NaN
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaIpcMemHandle_t handle;
+  ASSERT_EQ(cudaIpcGetMemHandle(&handle, base), cudaSuccess);
+  const std::string h(reinterpret_cast<const char*>(&handle), sizeof(handle));
+  auto region = c.RegisterDeviceMemory("g", h, 0, 0, size);
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_TRUE(region->cuda());
+  EXPECT_EQ(region->device(), 0);
+  EXPECT_EQ(c.RegisterDeviceMemory("bad", "short", 0, 0, size).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // One request through `region_name`, A at `a_off` and D at `d_off` of it (`at` = where that
+  // region starts in the allocation); "" when its output matches float64.
+  auto run = [&](const std::string& region_name, int64_t at, int64_t a_off, int64_t d_off,
+                 absl::BitGen& g, int* batch) -> std::string {
+    gemm::testing::HostProblem hp;
+    hp.m = M;
+    hp.n = N;
+    hp.k = K;
+    hp.b_nk = true;
+    hp.b = w;
+    hp.a = RandomBf16Bytes(M * K, g);
+    if (cudaMemcpy(base + at + a_off, hp.a.data(), a_bytes, cudaMemcpyHostToDevice) !=
+            cudaSuccess ||
+        cudaMemset(base + at + d_off, 0xff, d_bytes) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
+      return "cuda setup failed";
+    }
+    v1::GemmRequest req;
+    v1::Problem* p = req.mutable_problem();
+    p->set_m(M);
+    p->set_n(N);
+    p->set_k(K);
+    SetRef(p->mutable_a_shm(), region_name, a_off, a_bytes);
+    SetRef(p->mutable_d_shm(), region_name, d_off, d_bytes);
+    p->set_b_handle(reg->handle());
+    auto resp = c.Gemm(req, absl::Seconds(60));
+    if (!resp.ok()) return resp.status().ToString();
+    if (resp->outputs_size() != 1 || !resp->outputs(0).data().empty()) {
+      return "the response must carry one output without data";
+    }
+    *batch = resp->timing().batch_requests();
+    v1::Output out = resp->outputs(0);
+    std::string d(d_bytes, '\0');
+    if (cudaMemcpy(d.data(), base + at + d_off, d_bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+      return "cudaMemcpy of D failed";
+    }
+    out.set_data(std::move(d));
+    const double err = gemm::testing::OutputError(hp, out);
+    return err <= gemm::testing::Tolerance(hp) ? "" : absl::StrCat("error ", err);
+  };
+
+  ClientTally tally;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kClients; ++t) {
+    threads.emplace_back([&, t] {
+      absl::BitGen g;
+      for (int i = 0; i < kPerClient; ++i) {
+        int batch = 1;
+        const std::string why = run("g", 0, t * slot, t * slot + a_bytes, g, &batch);
+        tally.Note(t, i, why, batch);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  tally.Check("CUDA IPC");
+
+  // A second region 100 bytes into the allocation: A and D not 16-byte aligned.
+  const int64_t at = kClients * slot + 100;
+  auto r2 = c.RegisterDeviceMemory("g2", h, 0, at, slot);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  int batch = 0;
+  EXPECT_EQ(run("g2", at, 0, a_bytes, gen, &batch), "");
+  ASSERT_TRUE(c.UnregisterSharedMemory("g2").ok());
+  ASSERT_TRUE(c.UnregisterSharedMemory("g").ok());
+  ASSERT_TRUE(c.ReleaseMatrix(reg->handle()).ok());
+  EXPECT_EQ((*server)->Stop(SIGTERM), 0);
+  EXPECT_EQ(cudaFree(base), cudaSuccess);
 }
 
 // Several GPUs, experts placed by the server (least-loaded GPU each, no replication): a

@@ -270,6 +270,25 @@ TEST_F(SharedMemoryTest, Registration) {
   auto over = client().RegisterSharedMemory("big", (*big)->key(), 0, 4 * kRegionBytes);
   EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
 
+  // GPU memory (CUDA IPC) on the CPU backend: UNIMPLEMENTED, saying why; a key and a handle
+  // together: INVALID_ARGUMENT. Neither takes the name.
+  auto ipc = client().RegisterDeviceMemory("ipc", std::string(64, '\1'), 0, 0, 4096);
+  EXPECT_EQ(ipc.status().code(), absl::StatusCode::kUnimplemented) << ipc.status();
+  EXPECT_NE(ipc.status().message().find("cuda_ipc_handle"), std::string::npos) << ipc.status();
+  v1::RegisterSharedMemoryRequest both;
+  both.set_name("ipc");
+  both.set_key(shm_->key());
+  both.set_cuda_ipc_handle(std::string(64, '\1'));
+  both.set_byte_size(4096);
+  grpc::ClientContext both_ctx;
+  v1::SharedMemoryInfo both_info;
+  const grpc::Status both_status =
+      client().stub()->RegisterSharedMemory(&both_ctx, both, &both_info);
+  EXPECT_EQ(both_status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << both_status.error_message();
+  EXPECT_TRUE(client().RegisterSharedMemory("ipc", shm_->key(), 0, 4096).ok());
+  EXPECT_TRUE(client().UnregisterSharedMemory("ipc").ok());
+
   // A second region at an unaligned offset of the same object works and is listed.
   auto second = client().RegisterSharedMemory(name_ + "_2", shm_->key(), 100, 5000);
   ASSERT_TRUE(second.ok()) << second.status();

@@ -133,7 +133,9 @@ class GemmServiceServicer(object):
         server, page-locked for DMA where the backend can, so requests can pass operands and receive
         outputs by reference (SharedMemoryRef) instead of inside the gRPC messages. Loopback and
         unix-socket callers only, object names starting with the server's --shared_memory_key_prefix
-        (PERMISSION_DENIED otherwise).
+        (PERMISSION_DENIED otherwise). Or, on the CUDA backend, maps GPU memory a client process
+        allocated and exported with cudaIpcGetMemHandle (`cuda_ipc_handle`): operands and outputs
+        referenced there never cross PCIe (like Triton's CUDA shared memory).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
