@@ -10,6 +10,7 @@
 set -uo pipefail
 # EXTRA: more loadgen flags for every load, e.g. EXTRA=--shm (operands and outputs through a
 # registered shared-memory region instead of the gRPC messages). SERVER_FLAGS: more server flags.
+# GPU_SETS: the CUDA_VISIBLE_DEVICES values to run each load with (default "0 0,1").
 OUT=${OUT:-/tmp/gemm-multi-gpu}
 mkdir -p "$OUT"
 WINDOW=${WINDOW:-2}
@@ -45,7 +46,7 @@ loadgen() {  # loadgen NAME FLAGS...
 run_load() {  # run_load LOAD FLAGS... (loadgen flags), once per GPU count
   local load=$1
   shift
-  for devices in 0 0,1; do
+  for devices in ${GPU_SETS:-0 0,1}; do
     local tag=$load-gpus$(( ${#devices} / 2 + 1 ))
     start_server "$tag" "$devices" && {
       loadgen "$tag" "$@"
