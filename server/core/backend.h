@@ -100,12 +100,16 @@ class Backend {
   }
   // Undoes a successful PinHostMemory(data, ...). Thread-safe.
   virtual void UnpinHostMemory(void* /*data*/) {}
+  // An allocation of another process mapped by OpenDeviceMemory.
+  struct DeviceMemory {
+    char* base = nullptr;  // a device address
+    int64_t bytes = -1;    // the allocation's size; -1 when the driver did not say
+  };
   // Maps the device memory another process exported as `ipc_handle` (a cudaIpcMemHandle_t) on
-  // device `device` and returns its base address, valid for device copies from any of the
-  // backend's threads until CloseDeviceMemory. INVALID_ARGUMENT for a bad device or handle.
-  // Thread-safe.
-  virtual absl::StatusOr<char*> OpenDeviceMemory(const std::string& /*ipc_handle*/,
-                                                 int /*device*/) {
+  // device `device`, valid for device copies from any of the backend's threads until
+  // CloseDeviceMemory(base). INVALID_ARGUMENT for a bad device or handle. Thread-safe.
+  virtual absl::StatusOr<DeviceMemory> OpenDeviceMemory(const std::string& /*ipc_handle*/,
+                                                        int /*device*/) {
     return absl::UnimplementedError(
         "this server's backend cannot map GPU memory (CUDA IPC needs the cuda backend)");
   }

@@ -84,14 +84,22 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
 absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::Map(
     const SharedMemoryRegion::Desc& desc) {
   if (!desc.cuda_ipc_handle.empty()) {
-    // NOTE: the allocation's size is not known here; the client vouches for offset + byte_size
-    // as it does for its host objects' ranges (device copies outside it fail, not the server).
-    absl::StatusOr<char*> base = backend_->OpenDeviceMemory(desc.cuda_ipc_handle, desc.device);
-    if (!base.ok()) {
-      return absl::Status(base.status().code(),
-                          absl::StrCat("cuda_ipc_handle: ", base.status().message()));
+    absl::StatusOr<Backend::DeviceMemory> mem =
+        backend_->OpenDeviceMemory(desc.cuda_ipc_handle, desc.device);
+    if (!mem.ok()) {
+      return absl::Status(mem.status().code(),
+                          absl::StrCat("cuda_ipc_handle: ", mem.status().message()));
     }
-    return std::make_shared<const SharedMemoryRegion>(desc, *base, backend_);
+    // A range past the allocation would make device copies fault (a sticky error of the whole
+    // GPU context), so it is refused here. NOTE: when the driver cannot tell the size, the
+    // client vouches for the range, as it does for its host objects.
+    if (mem->bytes >= 0 && desc.offset > mem->bytes - desc.byte_size) {
+      backend_->CloseDeviceMemory(mem->base);
+      return absl::InvalidArgumentError(
+          absl::StrCat("offset ", desc.offset, " + byte_size ", desc.byte_size,
+                       " runs past the end of the exported allocation (", mem->bytes, " bytes)"));
+    }
+    return std::make_shared<const SharedMemoryRegion>(desc, mem->base, backend_);
   }
   auto map = PosixShm::Open(desc.key, desc.offset, desc.byte_size);
   if (!map.ok()) {

@@ -2,6 +2,8 @@
 // core::Backend seam (see cuda_backend.h).
 #include "server/gpu/cuda_backend.h"
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -140,7 +142,8 @@ class CudaBackend final : public core::Backend {
     return CudaStatus(cudaHostRegister(data, bytes, cudaHostRegisterPortable), "cudaHostRegister");
   }
 
-  absl::StatusOr<char*> OpenDeviceMemory(const std::string& ipc_handle, int device) override {
+  absl::StatusOr<core::Backend::DeviceMemory> OpenDeviceMemory(const std::string& ipc_handle,
+                                                               int device) override {
     if (ipc_handle.size() != sizeof(cudaIpcMemHandle_t)) {
       return absl::InvalidArgumentError(absl::StrCat("has ", ipc_handle.size(),
                                                      " bytes, a cudaIpcMemHandle_t has ",
@@ -163,7 +166,31 @@ class CudaBackend final : public core::Backend {
           absl::StrCat("cudaIpcOpenMemHandle on device ", device, ": ", cudaGetErrorString(e),
                        " (a handle from cudaIpcGetMemHandle of another process's cudaMalloc)"));
     }
-    return static_cast<char*>(base);
+    return core::Backend::DeviceMemory{static_cast<char*>(base), AllocationBytes(base)};
+  }
+
+  // The size of the allocation holding `ptr` (cuMemGetAddressRange, through the runtime's driver
+  // entry point: no link to libcuda), or -1 if the driver does not say.
+  static int64_t AllocationBytes(void* ptr) {
+    static PFN_cuMemGetAddressRange_v3020 fn = [] {
+      void* p = nullptr;
+      cudaDriverEntryPointQueryResult q;
+      const cudaError_t e =
+          cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &p, 3020, cudaEnableDefault, &q);
+      if (e != cudaSuccess || q != cudaDriverEntryPointSuccess) {
+        (void)cudaGetLastError();
+        GEMM_LOG(WARNING) << "cuMemGetAddressRange not found: CUDA IPC ranges are not checked";
+        return static_cast<PFN_cuMemGetAddressRange_v3020>(nullptr);
+      }
+      return reinterpret_cast<PFN_cuMemGetAddressRange_v3020>(p);
+    }();
+    if (fn == nullptr) return -1;
+    CUdeviceptr base = 0;
+    size_t bytes = 0;
+    if (fn(&base, &bytes, reinterpret_cast<CUdeviceptr>(ptr)) != CUDA_SUCCESS) return -1;
+    // The mapping starts at the allocation's base (cudaIpcOpenMemHandle maps the whole of it).
+    return static_cast<int64_t>(bytes) -
+           static_cast<int64_t>(reinterpret_cast<CUdeviceptr>(ptr) - base);
   }
 
   void CloseDeviceMemory(char* base) override {

@@ -544,6 +544,9 @@ TEST(EngineServiceTest, CudaIpcOperandsCoalescedAndMatchFloat64) {
   EXPECT_EQ(region->device(), 0);
   EXPECT_EQ(c.RegisterDeviceMemory("bad", "short", 0, 0, size).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // Past the allocation (cudaMalloc rounds to 2 MiB at most): refused, not faulting later.
+  auto past = c.RegisterDeviceMemory("past", h, 0, 0, size + (64 << 20));
+  EXPECT_EQ(past.status().code(), absl::StatusCode::kInvalidArgument) << past.status();
 
   // One request through `region_name`, A at `a_off` and D at `d_off` of it (`at` = where that
   // region starts in the allocation); "" when its output matches float64.

@@ -41,3 +41,8 @@ gtest_discover_tests(answer_batch_test DISCOVERY_MODE PRE_TEST)
 add_executable(stream_packing_test ${CMAKE_CURRENT_LIST_DIR}/stream_packing_test.cc)
 target_link_libraries(stream_packing_test PRIVATE gemm_grpc_service GTest::gtest_main)
 gtest_discover_tests(stream_packing_test DISCOVERY_MODE PRE_TEST)
+
+# SharedMemoryRegistry's GPU-memory (CUDA IPC) regions over a fake backend: range checks.
+add_executable(shared_memory_registry_test ${CMAKE_CURRENT_LIST_DIR}/shared_memory_registry_test.cc)
+target_link_libraries(shared_memory_registry_test PRIVATE gemm_core GTest::gtest_main)
+gtest_discover_tests(shared_memory_registry_test DISCOVERY_MODE PRE_TEST)
