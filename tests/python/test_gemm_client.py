@@ -260,6 +260,13 @@ class ClientTest(unittest.TestCase):
             self.client.release("no-such-handle")
         self.assertEqual(cm.exception.code, grpc.StatusCode.NOT_FOUND)
 
+    def test_cuda_memory_needs_the_cuda_backend(self):
+        # The test server runs the CPU backend: GPU memory cannot be mapped there.
+        with self.assertRaises(GemmError) as cm:
+            self.client.register_cuda_memory("gpu", b"\1" * 64, 0, 0, 4096)
+        self.assertEqual(cm.exception.code, grpc.StatusCode.UNIMPLEMENTED)
+        self.assertIn("cuda_ipc_handle", str(cm.exception))
+
     def test_unreachable_server(self):
         with GemmClient("127.0.0.1:1", timeout=5) as c:
             with self.assertRaises(GemmError) as cm:

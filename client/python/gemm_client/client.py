@@ -325,6 +325,22 @@ class GemmClient:
         except grpc.RpcError as e:
             raise _rpc_error(e) from None
 
+    def register_cuda_memory(self, name: str, ipc_handle: bytes, device: int, offset: int,
+                             byte_size: int):
+        """Registers bytes [offset, offset + byte_size) of a GPU allocation of this process as
+        region `name` (CUDA backend, same host): `ipc_handle` is the allocation's
+        cudaIpcMemHandle_t (64 bytes, e.g. cupy.cuda.runtime.ipcGetMemHandle(ptr)) and `device`
+        the GPU's ordinal as the server numbers it. Operands and outputs referenced there move
+        device to device. Returns gemm.v1.SharedMemoryInfo."""
+        try:
+            return self._stub.RegisterSharedMemory(
+                pb.RegisterSharedMemoryRequest(name=name, cuda_ipc_handle=bytes(ipc_handle),
+                                               device=device, offset=offset,
+                                               byte_size=byte_size),
+                timeout=self._timeout(None))
+        except grpc.RpcError as e:
+            raise _rpc_error(e) from None
+
     def unregister_shared_memory(self, name: str) -> None:
         """Unregisters region `name` (requests still using it finish first)."""
         try:
