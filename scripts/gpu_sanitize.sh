@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # compute-sanitizer memcheck and racecheck over our kernels (issue #3) and, when engine_gpu_tests
-# is on PATH too, over the serving engine's GPU work (issue #4). Runs on the GPU machine with
+# is on PATH too, over the serving engine's GPU work (issue #4; with engine_gpu_service_tests and
+# gemm_server, the CUDA IPC copy kernel in the real server). Runs on the GPU machine with
 # gemm_bench and kernel_gpu_tests on PATH (a device bundle); writes one log per check and a
 # summary.txt under $OUT (default /tmp/gemm-sanitize).
 #   scripts/gpu_sanitize.sh
@@ -68,3 +69,13 @@ for tool in memcheck racecheck; do
     report "$name" $?
   fi
 done
+# The copy kernel of CUDA IPC operands (device_copy.cu) in the real server: the service test
+# with the sanitizer following the test's child processes, so the server gets the test's SIGTERM
+# itself (wrapping the server in compute-sanitizer made the sanitizer die of it, exit 143).
+if command -v engine_gpu_service_tests >/dev/null && command -v gemm_server >/dev/null; then
+  name=memcheck-cuda-ipc
+  GEMM_SERVER_BINARY=$(command -v gemm_server) timeout 400 compute-sanitizer --tool memcheck \
+    --target-processes all engine_gpu_service_tests --gtest_filter='*CudaIpc*' \
+    >"$OUT/$name.log" 2>&1
+  report "$name" $?
+fi
