@@ -150,7 +150,7 @@ absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
         " is not a non-empty range inside region '", ref.region, "' (", size, " bytes)"));
   }
   Resolved out{absl::Span<char>(r->data() + ref.offset, static_cast<size_t>(ref.byte_size)),
-               r->pinned(), r->on_device()};
+               r->pinned(), r->on_device(), r->on_device() ? r->desc().device : -1};
   keep->push_back(std::move(r));
   return out;
 }

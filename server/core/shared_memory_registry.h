@@ -84,6 +84,7 @@ class SharedMemoryRegistry {
     absl::Span<char> bytes;
     bool pinned = false;
     bool on_device = false;  // device addresses (a CUDA IPC region)
+    int device = -1;         // with on_device: the GPU they are on
   };
   absl::StatusOr<Resolved> Resolve(const std::string& field, const SharedMemoryRef& ref,
                                    std::vector<std::shared_ptr<const void>>* keep) const;

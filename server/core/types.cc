@@ -24,6 +24,7 @@ bool IsExpertGroup(const GemmRequest& r) {
 }
 
 std::vector<int> ProblemDevices(const Problem& p) {
+  if (p.operand_device >= 0) return {p.operand_device};
   if (p.b_resident == nullptr) return {};
   const std::vector<int>& d = p.b_resident->desc().devices;
   if (std::find(d.begin(), d.end(), -1) != d.end()) return {};

@@ -83,6 +83,10 @@ struct Problem {
   // Where the host bytes of a, b, c and d_dest live.
   HostMemory a_mem = HostMemory::kMessage, b_mem = HostMemory::kMessage,
              c_mem = HostMemory::kMessage, d_mem = HostMemory::kMessage;
+  // The GPU whose memory holds the operands in a client's GPU memory (kSharedDevice; all on one
+  // GPU), or -1 when none is: the problem runs on that GPU (the copy kernel reads and writes
+  // them there).
+  int operand_device = -1;
 };
 
 // What a request asks for.
@@ -106,8 +110,9 @@ struct GemmRequest {
 // a matrix stacked into one.
 bool IsExpertGroup(const GemmRequest& r);
 
-// The devices problem `p` may run on: its resident B's devices, or empty for any device (inline
-// B, or a matrix in host memory, {-1}).
+// The devices problem `p` may run on: the GPU of its operands in GPU memory, else its resident B's
+// devices, or empty for any device (inline B, or a matrix in host memory, {-1}). Validation has
+// checked that a resident B lives on the operands' GPU.
 std::vector<int> ProblemDevices(const Problem& p);
 
 // The devices every resident matrix of `r` lives on: nullopt when none constrains it (any

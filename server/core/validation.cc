@@ -1,6 +1,7 @@
 // Request validation.
 #include "server/core/validation.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -61,6 +62,13 @@ absl::Status CheckProblem(const Limits& limits, const MatrixRegistry& registry,
       return absl::InvalidArgumentError(
           absl::StrCat(field, ".b_handle: matrix '", p->b_handle, "' is K=", rm.k(),
                        " x N=", rm.n(), " but the problem has k=", p->k, ", n=", p->n));
+    }
+    const std::vector<int>& on = rm.desc().devices;
+    if (p->operand_device >= 0 && std::find(on.begin(), on.end(), p->operand_device) == on.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          field, ".b_handle: matrix '", p->b_handle, "' does not live on GPU ", p->operand_device,
+          ", which holds the problem's operands in GPU memory (register it there, or replicate "
+          "it)"));
     }
     p->b_layout = rm.desc().layout;
     p->b_resident = *m;

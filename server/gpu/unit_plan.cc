@@ -399,6 +399,17 @@ absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure) {
   u.launches.clear();
   u.outputs.assign(u.items.size(), {});
   u.batch_rows = 0;
+  // Operands in a client's GPU memory are read by our copy kernel on this GPU: only where they
+  // live (the batcher routes such problems there; this guards against a fault).
+  for (const auto& item : u.items) {
+    for (const core::Problem& p : item->request.problems) {
+      if (p.operand_device >= 0 && p.operand_device != device) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("the problem's operands are in GPU memory of device ", p.operand_device,
+                         ", not of device ", device, " where it was to run"));
+      }
+    }
+  }
   Planner pl(&u, base, device);
   absl::Status st;
   switch (u.shape) {

@@ -41,13 +41,23 @@ v1::BLayout LayoutToProto(core::BLayout l) {
   return l == core::BLayout::kNK ? v1::B_LAYOUT_NK : v1::B_LAYOUT_KN;
 }
 
-// Resolves the shared-memory reference `ref` (field `field`) into `*bytes` and `*where`.
+// Resolves the shared-memory reference `ref` (field `field`) into `*bytes` and `*where`; for GPU
+// memory also into `*device`, the problem's operand GPU (one for all its operands).
 template <typename Bytes>
 absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field,
                         const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
-                        Bytes* bytes, core::HostMemory* where) {
+                        Bytes* bytes, core::HostMemory* where, int* device) {
   auto r = shm.Resolve(field, {ref.region(), ref.offset(), ref.byte_size()}, &request->regions);
   if (!r.ok()) return r.status();
+  if (r->on_device) {
+    if (*device >= 0 && *device != r->device) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": region '", ref.region(), "' is GPU memory of device ", r->device,
+                       ", another operand's of device ", *device,
+                       " (a problem's operands in GPU memory must share one GPU)"));
+    }
+    *device = r->device;
+  }
   *bytes = Bytes(r->bytes.data(), r->bytes.size());
   *where = r->on_device ? core::HostMemory::kSharedDevice
            : r->pinned  ? core::HostMemory::kSharedPinned
@@ -59,14 +69,14 @@ absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field
 absl::Status InputFromProto(const std::string& bytes, bool has_ref, const v1::SharedMemoryRef& ref,
                             const std::string& field, const std::string& name,
                             const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
-                            absl::string_view* out, core::HostMemory* where) {
+                            absl::string_view* out, core::HostMemory* where, int* device) {
   *out = bytes;
   if (!has_ref) return absl::OkStatus();
   if (!bytes.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": set ", name, " or ", name, "_shm, not both"));
   }
-  return ResolveShm(ref, absl::StrCat(field, ".", name, "_shm"), shm, request, out, where);
+  return ResolveShm(ref, absl::StrCat(field, ".", name, "_shm"), shm, request, out, where, device);
 }
 
 absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
@@ -76,7 +86,7 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
   out->n = p.n();
   out->k = p.k();
   if (auto s = InputFromProto(p.a(), p.has_a_shm(), p.a_shm(), field, "a", shm, request, &out->a,
-                              &out->a_mem);
+                              &out->a_mem, &out->operand_device);
       !s.ok()) {
     return s;
   }
@@ -86,7 +96,8 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
       return absl::InvalidArgumentError(absl::StrCat(field, ".b_handle: is empty"));
     }
   } else if (p.b_source_case() == v1::Problem::kBShm) {
-    if (auto s = ResolveShm(p.b_shm(), field + ".b_shm", shm, request, &out->b, &out->b_mem);
+    if (auto s = ResolveShm(p.b_shm(), field + ".b_shm", shm, request, &out->b, &out->b_mem,
+                            &out->operand_device);
         !s.ok()) {
       return s;
     }
@@ -100,12 +111,13 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
   out->alpha = p.has_alpha() ? p.alpha() : 1.0f;
   out->beta = p.has_beta() ? p.beta() : 0.0f;
   if (auto s = InputFromProto(p.c(), p.has_c_shm(), p.c_shm(), field, "c", shm, request, &out->c,
-                              &out->c_mem);
+                              &out->c_mem, &out->operand_device);
       !s.ok()) {
     return s;
   }
   if (p.has_d_shm()) {
-    if (auto s = ResolveShm(p.d_shm(), field + ".d_shm", shm, request, &out->d_dest, &out->d_mem);
+    if (auto s = ResolveShm(p.d_shm(), field + ".d_shm", shm, request, &out->d_dest, &out->d_mem,
+                            &out->operand_device);
         !s.ok()) {
       return s;
     }

@@ -619,6 +619,27 @@ TEST_F(BatcherTest, SubmitAllAfterShutdownRefusesEverything) {
   EXPECT_EQ(batcher_->QueueDepth(), 0);
 }
 
+TEST_F(BatcherTest, OperandsInGpuMemoryRunOnlyOnTheirGpu) {
+  Batcher::Options o;
+  o.enable_batching = false;
+  Make(o);
+  auto a = Item(16, nullptr);  // inline B, A in a client's GPU memory on GPU 1
+  a->request.problems[0].operand_device = 1;
+  auto b = Item(16, nullptr);  // anywhere
+  SubmitOk(a);
+  SubmitOk(b);
+  std::optional<Batch> g = batcher_->Next(0);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->items[0], b);  // device 0 skips `a`
+  auto f0 = AsyncNext(0);
+  EXPECT_FALSE(Ready(f0));
+  g = batcher_->Next(1);
+  ASSERT_TRUE(g.has_value());
+  EXPECT_EQ(g->items[0], a);
+  batcher_->Shutdown();
+  EXPECT_FALSE(f0.get().has_value());
+}
+
 TEST_F(BatcherTest, DeviceAffinity) {
   Batcher::Options o;
   o.enable_batching = false;

@@ -6,6 +6,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/server_builder.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -198,9 +199,15 @@ TEST_F(StreamPackingTest, InvalidRequestIsAnsweredAndTheRestOfItsMessageRuns) {
     ASSERT_EQ(by_id[id].outputs_size(), 1) << id;
     EXPECT_EQ(by_id[id].outputs(0).shape(1), 3) << id;  // the three valid ones: one batch
   }
-  // The error leaves at once; the batch's three answers leave together.
-  ASSERT_EQ(messages.size(), 2u);
-  EXPECT_EQ(messages[1].responses_size(), 3);
+  // The batch's three answers leave together. (The error is found by validation when the message
+  // is queued, so it may leave before them or with them.)
+  int together = 0;
+  for (const auto& m : messages) {
+    int valid = 0;
+    for (const auto& r : m.responses()) valid += r.request_id() != "bad";
+    together = std::max(together, valid);
+  }
+  EXPECT_EQ(together, 3) << messages.size() << " messages";
 }
 
 TEST_F(StreamPackingTest, AnswersGivenOneByOneAllArriveOnce) {

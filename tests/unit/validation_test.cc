@@ -108,6 +108,19 @@ TEST_F(ValidationTest, ResidentHandleResolvesAndChecksShape) {
   EXPECT_EQ(registry_.resident_bytes(), 0);
 }
 
+TEST_F(ValidationTest, ResidentMatrixMustLiveOnTheGpuOfOperandsInGpuMemory) {
+  auto reg = registry_.Begin({.name = "w", .rows = 5, .cols = 4}, 1000);  // K=5, N=4
+  ASSERT_TRUE(reg.ok());
+  ASSERT_TRUE((*reg)->Append(0, std::string(40, '\x3f')).ok());
+  auto m = (*reg)->Finish();
+  ASSERT_TRUE(m.ok());
+  auto r = Single(3, 4, 5);
+  r.problems[0].b = {};
+  r.problems[0].b_handle = (*m)->desc().handle;
+  r.problems[0].operand_device = 1;  // A in a client's GPU memory on GPU 1; the matrix is not
+  ExpectError(Check(r), absl::StatusCode::kFailedPrecondition, "does not live on GPU 1");
+}
+
 TEST_F(ValidationTest, RegistryCapAndAbandonedUploadsReturnBytes) {
   {
     auto reg = registry_.Begin({.rows = 512, .cols = 512}, 1000);  // 512 KiB of 1 MiB
