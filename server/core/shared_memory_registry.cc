@@ -13,17 +13,21 @@ SharedMemoryRegion::SharedMemoryRegion(Desc desc, std::unique_ptr<PosixShm> map,
                                        bool pinned)
     : desc_(std::move(desc)), map_(std::move(map)), backend_(backend), pinned_(pinned) {}
 
-SharedMemoryRegion::SharedMemoryRegion(Desc desc, char* device_base, Backend* backend)
-    : desc_(std::move(desc)), device_base_(device_base), backend_(backend) {}
+SharedMemoryRegion::SharedMemoryRegion(Desc desc, char* device_base,
+                                       std::shared_ptr<DeviceMappings> mappings)
+    : desc_(std::move(desc)), device_base_(device_base), mappings_(std::move(mappings)) {}
 
 SharedMemoryRegion::~SharedMemoryRegion() {
   if (pinned_) backend_->UnpinHostMemory(map_->map_base());
-  if (device_base_ != nullptr) backend_->CloseDeviceMemory(device_base_);
+  if (device_base_ != nullptr) mappings_->Close(device_base_);
 }
 
 SharedMemoryRegistry::SharedMemoryRegistry(Backend* backend, int64_t max_bytes,
                                            std::string key_prefix)
-    : backend_(backend), max_bytes_(max_bytes), key_prefix_(std::move(key_prefix)) {}
+    : backend_(backend),
+      mappings_(std::make_shared<DeviceMappings>(backend)),
+      max_bytes_(max_bytes),
+      key_prefix_(std::move(key_prefix)) {}
 
 absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::Register(
     SharedMemoryRegion::Desc desc) {
@@ -84,8 +88,8 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
 absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::Map(
     const SharedMemoryRegion::Desc& desc) {
   if (!desc.cuda_ipc_handle.empty()) {
-    absl::StatusOr<Backend::DeviceMemory> mem =
-        backend_->OpenDeviceMemory(desc.cuda_ipc_handle, desc.device);
+    // One mapping per allocation, however many regions name it (see device_mappings.h).
+    absl::StatusOr<Backend::DeviceMemory> mem = mappings_->Open(desc.cuda_ipc_handle, desc.device);
     if (!mem.ok()) {
       return absl::Status(mem.status().code(),
                           absl::StrCat("cuda_ipc_handle: ", mem.status().message()));
@@ -94,12 +98,12 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
     // GPU context), so it is refused here. NOTE: when the driver cannot tell the size, the
     // client vouches for the range, as it does for its host objects.
     if (mem->bytes >= 0 && desc.offset > mem->bytes - desc.byte_size) {
-      backend_->CloseDeviceMemory(mem->base);
+      mappings_->Close(mem->base);
       return absl::InvalidArgumentError(
           absl::StrCat("offset ", desc.offset, " + byte_size ", desc.byte_size,
                        " runs past the end of the exported allocation (", mem->bytes, " bytes)"));
     }
-    return std::make_shared<const SharedMemoryRegion>(desc, mem->base, backend_);
+    return std::make_shared<const SharedMemoryRegion>(desc, mem->base, mappings_);
   }
   auto map = PosixShm::Open(desc.key, desc.offset, desc.byte_size);
   if (!map.ok()) {

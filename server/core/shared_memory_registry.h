@@ -17,6 +17,7 @@
 #include "absl/types/span.h"
 #include "common/posix_shm.h"
 #include "server/core/backend.h"
+#include "server/core/device_mappings.h"
 
 namespace gemm::core {
 
@@ -33,8 +34,9 @@ class SharedMemoryRegion {
   };
   // Host memory: a mapped POSIX shared-memory object, page-locked when `pinned`.
   SharedMemoryRegion(Desc desc, std::unique_ptr<PosixShm> map, Backend* backend, bool pinned);
-  // GPU memory: an allocation the backend mapped at `device_base` (OpenDeviceMemory).
-  SharedMemoryRegion(Desc desc, char* device_base, Backend* backend);
+  // GPU memory: an allocation mapped at `device_base` by `mappings` (one Open() this region
+  // closes).
+  SharedMemoryRegion(Desc desc, char* device_base, std::shared_ptr<DeviceMappings> mappings);
   ~SharedMemoryRegion();
 
   const Desc& desc() const { return desc_; }
@@ -49,7 +51,8 @@ class SharedMemoryRegion {
   Desc desc_;
   std::unique_ptr<PosixShm> map_;
   char* device_base_ = nullptr;
-  Backend* backend_;
+  std::shared_ptr<DeviceMappings> mappings_;  // GPU memory
+  Backend* backend_ = nullptr;                // host memory
   bool pinned_ = false;
 };
 
@@ -105,6 +108,7 @@ class SharedMemoryRegistry {
       const SharedMemoryRegion::Desc& desc);
 
   Backend* const backend_;
+  const std::shared_ptr<DeviceMappings> mappings_;  // held by GPU regions too
   const int64_t max_bytes_;
   const std::string key_prefix_;
   mutable absl::Mutex mu_;

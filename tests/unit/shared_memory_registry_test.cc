@@ -1,7 +1,8 @@
 // SharedMemoryRegistry with GPU memory (CUDA IPC) over a fake backend (no GPU): a range inside the
 // exported allocation registers and resolves to device addresses; one past its end is refused and
 // the mapping closed again; the name stays free; without a size from the driver the range is
-// taken on trust; a key and a handle together are refused.
+// taken on trust; a key and a handle together are refused. Regions of one allocation share one
+// mapping, closed with the last of them (a refused region does not close its neighbour's).
 #include "server/core/shared_memory_registry.h"
 
 #include <memory>
@@ -87,6 +88,54 @@ TEST(SharedMemoryRegistryTest, GpuRangeIsTakenOnTrustWhenTheSizeIsUnknown) {
   backend.bytes = -1;
   SharedMemoryRegistry registry(&backend, 1 << 20, "/gemm");
   EXPECT_TRUE(registry.Register(Gpu("g", 1024, 8192)).ok());
+}
+
+TEST(SharedMemoryRegistryTest, RegionsOfOneAllocationShareOneMapping) {
+  FakeDeviceBackend backend;
+  SharedMemoryRegistry registry(&backend, 1 << 20, "/gemm");
+  ASSERT_TRUE(registry.Register(Gpu("g", 0, 2048)).ok());
+  ASSERT_TRUE(registry.Register(Gpu("h", 2048, 2048)).ok());
+  EXPECT_EQ(backend.opened, 1);
+  ASSERT_TRUE(registry.Unregister("g").ok());
+  EXPECT_EQ(backend.closed, 0);
+  std::vector<std::shared_ptr<const void>> keep;
+  auto r = registry.Resolve("d_shm", {"h", 0, 64}, &keep);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->bytes.data(), backend.memory.data() + 2048);
+  keep.clear();
+  ASSERT_TRUE(registry.Unregister("h").ok());
+  EXPECT_EQ(backend.closed, 1);
+  ASSERT_TRUE(registry.Register(Gpu("g", 0, 64)).ok());  // mapped afresh
+  EXPECT_EQ(backend.opened, 2);
+}
+
+TEST(SharedMemoryRegistryTest, RefusedRangeDoesNotCloseAnotherRegionsMapping) {
+  FakeDeviceBackend backend;
+  SharedMemoryRegistry registry(&backend, 1 << 20, "/gemm");
+  ASSERT_TRUE(registry.Register(Gpu("g", 0, 4096)).ok());
+  EXPECT_EQ(registry.Register(Gpu("past", 0, 8192)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend.opened, 1);
+  EXPECT_EQ(backend.closed, 0);
+  std::vector<std::shared_ptr<const void>> keep;
+  EXPECT_TRUE(registry.Resolve("a_shm", {"g", 0, 4096}, &keep).ok());
+  keep.clear();
+  ASSERT_TRUE(registry.Unregister("g").ok());
+  EXPECT_EQ(backend.closed, 1);
+}
+
+TEST(SharedMemoryRegistryTest, TwoHandlesOfOneAllocationCloseEveryBackendMapping) {
+  FakeDeviceBackend backend;  // maps every handle to the same memory
+  SharedMemoryRegistry registry(&backend, 1 << 20, "/gemm");
+  ASSERT_TRUE(registry.Register(Gpu("g", 0, 64)).ok());
+  SharedMemoryRegion::Desc other = Gpu("h", 64, 64);
+  other.cuda_ipc_handle = std::string(64, '\2');
+  ASSERT_TRUE(registry.Register(other).ok());
+  EXPECT_EQ(backend.opened, 2);
+  ASSERT_TRUE(registry.Unregister("h").ok());
+  EXPECT_EQ(backend.closed, 0);
+  ASSERT_TRUE(registry.Unregister("g").ok());
+  EXPECT_EQ(backend.closed, 2);
 }
 
 TEST(SharedMemoryRegistryTest, KeyAndHandleTogetherOrABadDeviceAreRefused) {
