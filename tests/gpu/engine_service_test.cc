@@ -5,7 +5,7 @@
 // shared-memory region (page-locked: copies read A and write D in place). A lone request at an
 // idle GPU does not wait out the batching delay. Operands in the client's GPU memory (CUDA IPC).
 // With two GPUs, a mixture-of-experts step over experts placed on both is split per GPU and
-// answered as one. Skipped without a GPU.
+// answered as one, and operands in GPU 1's memory run on GPU 1. Skipped without a GPU.
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
@@ -425,6 +425,62 @@ TEST(EngineServiceTest, SharedMemoryOperandsCoalescedAndPinned) {
 // mixture-of-experts step naming experts that live on different GPUs runs as one part per GPU and
 // comes back as one answer with every output in its place, checked against float64; concurrent
 // steps also coalesce per GPU. Skipped with fewer than two GPUs.
+// One decode request whose A and D live in a CUDA IPC region of this process's memory at
+// `base` (device memory of GPU `device`), against resident weight `handle` holding [N,K] bytes
+// `w`.
+struct IpcRun {
+  client::GemmClient* c;
+  int device;
+  char* base;
+  const std::string& w;
+  std::string handle;
+  int64_t m, n, k;
+
+  // Runs one request through `region_name` (which starts `at` bytes into `base`), A at `a_off`
+  // and D at `d_off` of it; "" when its output matches float64, else what was wrong. `timing`
+  // gets the response's timing.
+  std::string operator()(const std::string& region_name, int64_t at, int64_t a_off, int64_t d_off,
+                         absl::BitGen& g, v1::Timing* timing) const {
+    const int64_t a_bytes = m * k * 2, d_bytes = m * n * 2;
+    gemm::testing::HostProblem hp;
+    hp.m = m;
+    hp.n = n;
+    hp.k = k;
+    hp.b_nk = true;
+    hp.b = w;
+    hp.a = RandomBf16Bytes(m * k, g);
+    if (cudaSetDevice(device) != cudaSuccess ||
+        cudaMemcpy(base + at + a_off, hp.a.data(), a_bytes, cudaMemcpyHostToDevice) !=
+            cudaSuccess ||
+        cudaMemset(base + at + d_off, 0xff, d_bytes) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
+      return "cuda setup failed";
+    }
+    v1::GemmRequest req;
+    v1::Problem* p = req.mutable_problem();
+    p->set_m(m);
+    p->set_n(n);
+    p->set_k(k);
+    SetRef(p->mutable_a_shm(), region_name, a_off, a_bytes);
+    SetRef(p->mutable_d_shm(), region_name, d_off, d_bytes);
+    p->set_b_handle(handle);
+    auto resp = c->Gemm(req, absl::Seconds(60));
+    if (!resp.ok()) return resp.status().ToString();
+    if (resp->outputs_size() != 1 || !resp->outputs(0).data().empty()) {
+      return "the response must carry one output without data";
+    }
+    *timing = resp->timing();
+    v1::Output out = resp->outputs(0);
+    std::string d(d_bytes, '\0');
+    if (cudaMemcpy(d.data(), base + at + d_off, d_bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
+      return "cudaMemcpy of D failed";
+    }
+    out.set_data(std::move(d));
+    const double err = gemm::testing::OutputError(hp, out);
+    return err <= gemm::testing::Tolerance(hp) ? "" : absl::StrCat("error ", err);
+  }
+};
+
 TEST(EngineServiceTest, ExpertStepAcrossGpusIsSplitAndAnsweredAsOne) {
   if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices";
   auto server = StartCudaServer();
@@ -548,56 +604,16 @@ TEST(EngineServiceTest, CudaIpcOperandsCoalescedAndMatchFloat64) {
   auto past = c.RegisterDeviceMemory("past", h, 0, 0, size + (64 << 20));
   EXPECT_EQ(past.status().code(), absl::StatusCode::kInvalidArgument) << past.status();
 
-  // One request through `region_name`, A at `a_off` and D at `d_off` of it (`at` = where that
-  // region starts in the allocation); "" when its output matches float64.
-  auto run = [&](const std::string& region_name, int64_t at, int64_t a_off, int64_t d_off,
-                 absl::BitGen& g, int* batch) -> std::string {
-    gemm::testing::HostProblem hp;
-    hp.m = M;
-    hp.n = N;
-    hp.k = K;
-    hp.b_nk = true;
-    hp.b = w;
-    hp.a = RandomBf16Bytes(M * K, g);
-    if (cudaMemcpy(base + at + a_off, hp.a.data(), a_bytes, cudaMemcpyHostToDevice) !=
-            cudaSuccess ||
-        cudaMemset(base + at + d_off, 0xff, d_bytes) != cudaSuccess ||
-        cudaDeviceSynchronize() != cudaSuccess) {
-      return "cuda setup failed";
-    }
-    v1::GemmRequest req;
-    v1::Problem* p = req.mutable_problem();
-    p->set_m(M);
-    p->set_n(N);
-    p->set_k(K);
-    SetRef(p->mutable_a_shm(), region_name, a_off, a_bytes);
-    SetRef(p->mutable_d_shm(), region_name, d_off, d_bytes);
-    p->set_b_handle(reg->handle());
-    auto resp = c.Gemm(req, absl::Seconds(60));
-    if (!resp.ok()) return resp.status().ToString();
-    if (resp->outputs_size() != 1 || !resp->outputs(0).data().empty()) {
-      return "the response must carry one output without data";
-    }
-    *batch = resp->timing().batch_requests();
-    v1::Output out = resp->outputs(0);
-    std::string d(d_bytes, '\0');
-    if (cudaMemcpy(d.data(), base + at + d_off, d_bytes, cudaMemcpyDeviceToHost) != cudaSuccess) {
-      return "cudaMemcpy of D failed";
-    }
-    out.set_data(std::move(d));
-    const double err = gemm::testing::OutputError(hp, out);
-    return err <= gemm::testing::Tolerance(hp) ? "" : absl::StrCat("error ", err);
-  };
-
+  IpcRun run{&c, 0, base, w, reg->handle(), M, N, K};
   ClientTally tally;
   std::vector<std::thread> threads;
   for (int t = 0; t < kClients; ++t) {
     threads.emplace_back([&, t] {
       absl::BitGen g;
       for (int i = 0; i < kPerClient; ++i) {
-        int batch = 1;
-        const std::string why = run("g", 0, t * slot, t * slot + a_bytes, g, &batch);
-        tally.Note(t, i, why, batch);
+        v1::Timing timing;
+        const std::string why = run("g", 0, t * slot, t * slot + a_bytes, g, &timing);
+        tally.Note(t, i, why, timing.batch_requests());
       }
     });
   }
@@ -608,12 +624,90 @@ TEST(EngineServiceTest, CudaIpcOperandsCoalescedAndMatchFloat64) {
   const int64_t at = kClients * slot + 100;
   auto r2 = c.RegisterDeviceMemory("g2", h, 0, at, slot);
   ASSERT_TRUE(r2.ok()) << r2.status();
-  int batch = 0;
-  EXPECT_EQ(run("g2", at, 0, a_bytes, gen, &batch), "");
+  v1::Timing timing;
+  EXPECT_EQ(run("g2", at, 0, a_bytes, gen, &timing), "");
   ASSERT_TRUE(c.UnregisterSharedMemory("g2").ok());
   ASSERT_TRUE(c.UnregisterSharedMemory("g").ok());
   ASSERT_TRUE(c.ReleaseMatrix(reg->handle()).ok());
   EXPECT_EQ((*server)->Stop(SIGTERM), 0);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  EXPECT_EQ(cudaFree(base), cudaSuccess);
+}
+
+// With two GPUs: operands in GPU 1's memory run on GPU 1, against a weight replicated on both;
+// a weight only on GPU 0 cannot serve them (FAILED_PRECONDITION), and the server keeps serving.
+// Last in the file for the same reason as the test above.
+TEST(EngineServiceTest, CudaIpcOperandsOnSecondGpuRunThere) {
+  if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  auto server = StartCudaServer();
+  ASSERT_TRUE(server.ok()) << server.status();
+  client::GemmClient& c = (*server)->client();
+  const int64_t N = 2048, K = 4096, M = 16;
+  absl::BitGen gen;
+  const std::string w = RandomBf16Bytes(N * K, gen);
+  auto place = [&](const std::string& name, std::vector<int> devices) {
+    v1::MatrixHeader header;
+    header.set_name(name);
+    header.set_rows(N);
+    header.set_cols(K);
+    header.set_dtype(v1::DTYPE_BF16);
+    header.set_layout(v1::B_LAYOUT_NK);
+    for (int d : devices) header.add_devices(d);
+    return c.RegisterMatrix(header, w);
+  };
+  auto both = place("both", {0, 1});
+  ASSERT_TRUE(both.ok()) << both.status();
+  ASSERT_EQ(both->devices_size(), 2);
+  auto first = place("first", {0});
+  ASSERT_TRUE(first.ok()) << first.status();
+
+  constexpr int kClients = 8, kPerClient = 4;
+  const int64_t slot = M * K * 2 + M * N * 2, size = kClients * slot;
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  void* allocation = nullptr;
+  ASSERT_EQ(cudaMalloc(&allocation, size), cudaSuccess);
+  char* base = static_cast<char*>(allocation);
+  cudaIpcMemHandle_t handle;
+  ASSERT_EQ(cudaIpcGetMemHandle(&handle, base), cudaSuccess);
+  const std::string h(reinterpret_cast<const char*>(&handle), sizeof(handle));
+  auto region = c.RegisterDeviceMemory("g1", h, 1, 0, size);
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_EQ(region->device(), 1);
+
+  IpcRun run{&c, 1, base, w, both->handle(), M, N, K};
+  ClientTally tally;
+  absl::Mutex mu;
+  std::vector<int> devices;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kClients; ++t) {
+    threads.emplace_back([&, t] {
+      absl::BitGen g;
+      for (int i = 0; i < kPerClient; ++i) {
+        v1::Timing timing;
+        const std::string why = run("g1", 0, t * slot, t * slot + M * K * 2, g, &timing);
+        tally.Note(t, i, why, timing.batch_requests());
+        absl::MutexLock lock(&mu);
+        if (why.empty()) devices.push_back(timing.device());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  tally.Check("CUDA IPC on GPU 1");
+  EXPECT_EQ(devices.size(), static_cast<size_t>(kClients * kPerClient));
+  for (int d : devices) EXPECT_EQ(d, 1) << "a request on GPU 1's memory ran on GPU " << d;
+
+  IpcRun wrong{&c, 1, base, w, first->handle(), M, N, K};
+  v1::Timing timing;
+  const std::string why = wrong("g1", 0, 0, M * K * 2, gen, &timing);
+  EXPECT_NE(why.find("FAILED_PRECONDITION"), std::string::npos) << why;
+  EXPECT_EQ(run("g1", 0, 0, M * K * 2, gen, &timing), "") << "the server stopped serving";
+  EXPECT_EQ(timing.device(), 1);
+
+  ASSERT_TRUE(c.UnregisterSharedMemory("g1").ok());
+  ASSERT_TRUE(c.ReleaseMatrix(both->handle()).ok());
+  ASSERT_TRUE(c.ReleaseMatrix(first->handle()).ok());
+  EXPECT_EQ((*server)->Stop(SIGTERM), 0);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   EXPECT_EQ(cudaFree(base), cudaSuccess);
 }
 
