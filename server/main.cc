@@ -101,6 +101,10 @@ ABSL_FLAG(int32_t, idle_units_per_device, 1,
           "CUDA, with --dispatch_when_idle: a GPU counts as idle while at most this many of its "
           "units are unfinished on it (0: none; 1: the next batch's copies overlap the last "
           "unit's kernel).");
+ABSL_FLAG(bool, device_units_on_compute_stream, true,
+          "CUDA, with --serial_kernels: a unit whose operands and outputs all live in a client's "
+          "GPU memory (CUDA IPC regions) runs wholly on the compute stream: copy kernel in, "
+          "GEMM, copy kernel out, with no cross-stream events.");
 ABSL_FLAG(int64_t, watcher_completion_bytes, int64_t{64} << 10,
           "CUDA, with --poll_completion: a finished unit whose results copy at most this many "
           "bytes out of staging into the responses is completed, and its first request "
@@ -183,6 +187,7 @@ Options OptionsFromFlags() {
   o.cuda.poll_completion = absl::GetFlag(FLAGS_poll_completion);
   o.cuda.watcher_completion_bytes = absl::GetFlag(FLAGS_watcher_completion_bytes);
   o.cuda.idle_units_per_device = absl::GetFlag(FLAGS_idle_units_per_device);
+  o.cuda.device_units_on_compute_stream = absl::GetFlag(FLAGS_device_units_on_compute_stream);
   o.cuda.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);
   o.cuda.max_work_in_flight_ms_per_device = absl::GetFlag(FLAGS_max_work_in_flight_ms_per_device);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);

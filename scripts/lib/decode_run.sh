@@ -1,7 +1,8 @@
 # Shared by the decode scripts (source it; needs $OUT): decode_run NAME LOADGEN_FLAGS... --
 # SERVER_FLAGS... starts gemm_server on GPU 0 (port 50400, no self-test), runs one closed-loop
 # gemm_loadgen point (resident [N,K] B over --shm, 64 callers, 8 channels) against it, stops the
-# server and prints the point's two table rows. Reports: $OUT/NAME.{json,txt,cpu}, server-NAME.log.
+# server and prints the point's two table rows. Reports: $OUT/NAME.{json,txt,cpu,util},
+# server-NAME.log (NAME.util: the GPU's utilization and SM clock sampled every 250 ms).
 # decode_machine records the GPU (name, SM clock) and the host's core count in $OUT/gpu.txt.
 decode_machine() {
   nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -25,6 +26,9 @@ decode_run() {
   # shell's `times` (children); $OUT/NAME.cpu holds the raw figures (decode_summary.py turns
   # them into CPU per request).
   local t0 s0 t1 s1
+  nvidia-smi -i 0 --query-gpu=utilization.gpu,clocks.sm --format=csv,noheader,nounits \
+    -lms 250 >"$OUT/$name.util" 2>/dev/null &
+  local smi=$!
   t0=$(date +%s.%N)
   s0=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   (
@@ -36,6 +40,8 @@ decode_run() {
   t1=$(date +%s.%N)
   s1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   echo "$t0 $t1 $s0 $s1 $(getconf CLK_TCK) $(tail -1 "$OUT/$name.times")" >"$OUT/$name.cpu"
+  kill $smi 2>/dev/null
+  wait $smi 2>/dev/null
   kill -TERM $pid
   wait $pid
   echo "== $name | loadgen ${lg[*]} | server $*"

@@ -58,6 +58,9 @@ struct CudaBackendOptions {
   // With the batcher's idle dispatch: a GPU counts as idle while at most this many of its units
   // are unfinished on it (0: none; 1: the next batch's copies overlap the last unit). Default 1.
   int idle_units_per_device = 1;
+  // With serial_kernels: units whose copies are all device copies (CUDA IPC operands) run wholly
+  // on the compute stream. Default true.
+  bool device_units_on_compute_stream = true;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
   // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.

@@ -336,7 +336,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   const StreamSlot* compute =
       config_.serial_kernels ? device_->ComputeStream(u->high_priority) : nullptr;
   u->kslot = compute != nullptr ? compute : u->slot;
-  cudaStream_t stream = u->slot->stream;
+  cudaStream_t stream = u->slot->stream;  // the compute stream's, for device operands (below)
   if (absl::Status st = BuildPlan(*u, 0, ordinal, /*measure=*/true); !st.ok()) {
     // Several coalesced items: one bad item must not fail the others.
     if (u->items.size() > 1 && absl::IsInvalidArgument(st)) {
@@ -344,6 +344,10 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
       return fail(absl::OkStatus());
     }
     return fail(st);
+  }
+  if (compute != nullptr && config_.device_units_on_compute_stream && OnlyDeviceCopies(*u)) {
+    u->slot = compute;
+    stream = compute->stream;
   }
   if (u->items.size() > 1 && u->staging_bytes > staging_->max_block_bytes()) {
     // Coalesced past a staging slab: the direct path would copy from pageable memory, which
@@ -678,6 +682,16 @@ void Executor::Retire(std::unique_ptr<Unit> u, bool drain) {
     slot_cv_.Signal();
   }
   if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
+}
+
+bool Executor::OnlyDeviceCopies(const Unit& u) {
+  for (const InCopy& in : u.ins) {
+    if (!in.device) return false;
+  }
+  for (const OutCopy& o : u.outs) {
+    if (!o.device) return false;
+  }
+  return true;
 }
 
 bool Executor::QuickToComplete(const Unit& u) const {

@@ -77,6 +77,12 @@ class Executor {
     // NOTE: 1 read 8-24% faster than 0 on decode over --shm at 8, 16 and 64 callers with the
     // default delay, and the same at 64 callers with 50 us (H200 and H100, 2026-11-25).
     int idle_units = 1;
+    // With serial_kernels: a unit whose every copy is a device copy (operands and outputs in a
+    // client's GPU memory, CUDA IPC) runs wholly on the compute stream (copy kernel in, GEMM,
+    // copy kernel out), without the cross-stream events. Its copy kernels need SMs, which the
+    // persistent GEMM before it holds anyway, so on a stream of their own they only waited for
+    // it and added two event hops per unit.
+    bool device_units_on_compute_stream = true;
   };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.
@@ -132,6 +138,8 @@ class Executor {
   void Complete(std::unique_ptr<Unit> unit, bool drain);
   // Complete()s `unit`, then takes it out of the in-flight counts (waking launch threads).
   void Retire(std::unique_ptr<Unit> unit, bool drain);
+  // Whether every copy of `unit` (planned) is a device copy (also when it has none).
+  static bool OnlyDeviceCopies(const Unit& unit);
   // Whether `unit` copies at most config_.watcher_completion_bytes out of staging (then it is
   // completed on the watcher).
   bool QuickToComplete(const Unit& unit) const;
