@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libgtest-dev libgmock-dev prometheus-cpp-dev libopenblas-dev
+  libabsl-dev libgtest-dev libgmock-dev prometheus-cpp-dev libopenblas-dev libgoogle-perftools-dev
   python3-grpcio python3-grpc-tools python3-numpy yamllint
 )
 missing=()
