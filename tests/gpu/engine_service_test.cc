@@ -645,20 +645,10 @@ TEST(EngineServiceTest, CudaIpcOperandsOnSecondGpuRunThere) {
   const int64_t N = 2048, K = 4096, M = 16;
   absl::BitGen gen;
   const std::string w = RandomBf16Bytes(N * K, gen);
-  auto place = [&](const std::string& name, std::vector<int> devices) {
-    v1::MatrixHeader header;
-    header.set_name(name);
-    header.set_rows(N);
-    header.set_cols(K);
-    header.set_dtype(v1::DTYPE_BF16);
-    header.set_layout(v1::B_LAYOUT_NK);
-    for (int d : devices) header.add_devices(d);
-    return c.RegisterMatrix(header, w);
-  };
-  auto both = place("both", {0, 1});
+  auto both = gemm::testing::RegisterNkWeight(c, "both", N, K, w, {0, 1});
   ASSERT_TRUE(both.ok()) << both.status();
   ASSERT_EQ(both->devices_size(), 2);
-  auto first = place("first", {0});
+  auto first = gemm::testing::RegisterNkWeight(c, "first", N, K, w, {0});
   ASSERT_TRUE(first.ok()) << first.status();
 
   constexpr int kClients = 8, kPerClient = 4;

@@ -59,13 +59,15 @@ double OutputError(const HostProblem& p, const v1::Output& out, int64_t index) {
 double Tolerance(const HostProblem& p) { return p.fp32 ? 1e-5 : 8e-3; }
 
 absl::StatusOr<v1::MatrixInfo> RegisterNkWeight(client::GemmClient& c, const std::string& name,
-                                                int64_t n, int64_t k, const std::string& bytes) {
+                                                int64_t n, int64_t k, const std::string& bytes,
+                                                const std::vector<int>& devices) {
   v1::MatrixHeader header;
   header.set_name(name);
   header.set_rows(n);
   header.set_cols(k);
   header.set_dtype(v1::DTYPE_BF16);
   header.set_layout(v1::B_LAYOUT_NK);
+  for (int d : devices) header.add_devices(d);
   return c.RegisterMatrix(header, bytes);
 }
 

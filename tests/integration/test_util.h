@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/status/statusor.h"
@@ -33,8 +34,10 @@ double OutputError(const HostProblem& p, const v1::Output& out, int64_t index = 
 // Tolerance for the problem's output dtype (8e-3 bf16, 1e-5 fp32).
 double Tolerance(const HostProblem& p);
 
-// Registers `bytes` as a resident BF16 [N,K] matrix named `name` (a Linear layer's weight).
+// Registers `bytes` as a resident BF16 [N,K] matrix named `name` (a Linear layer's weight), on
+// the GPUs `devices` names (empty: the server's placement).
 absl::StatusOr<v1::MatrixInfo> RegisterNkWeight(client::GemmClient& c, const std::string& name,
-                                                int64_t n, int64_t k, const std::string& bytes);
+                                                int64_t n, int64_t k, const std::string& bytes,
+                                                const std::vector<int>& devices = {});
 
 }  // namespace gemm::testing
