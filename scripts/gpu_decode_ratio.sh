@@ -4,7 +4,7 @@
 #   OUT=... bash scripts/gpu_decode_ratio.sh
 # Decode 16x8192x8192 against a resident [N,K] weight, 64 closed-loop callers on 8 packed streams,
 # 0.1% of answers verified against float64. ROUNDS rounds (default 3), each batching off, then on
-# with ON_FLAGS (default --max_queue_delay_us=10 --idle_units_per_device=2), then on at the
+# with ON_FLAGS (default --max_queue_delay_us=20 --idle_units_per_device=2), then on at the
 # defaults; with A and D in the load generator's GPU memory (CUDA IPC, --shm_device=0) and, when
 # HOST=1, in host shared memory too. Reports and decode_summary.txt under $OUT/ratio-<gpu>/.
 set -u
@@ -13,7 +13,7 @@ source scripts/lib/device_call.sh
 source scripts/lib/decode_run.sh
 decode_machine
 DS="--shapes=16x8192x8192 --rpc=packed --streams_per_channel=1 --verify_fraction=0.001"
-ON=${ON_FLAGS:---max_queue_delay_us=10 --idle_units_per_device=2}
+ON=${ON_FLAGS:---max_queue_delay_us=20 --idle_units_per_device=2}
 modes="ipc"
 [ "${HOST:-0}" = 1 ] && modes="ipc host"
 for r in $(seq "${ROUNDS:-3}"); do
