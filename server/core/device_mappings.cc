@@ -39,9 +39,4 @@ void DeviceMappings::Close(char* base) {
   for (int64_t i = 0; i < unmaps; ++i) backend_->CloseDeviceMemory(base);
 }
 
-int64_t DeviceMappings::size() const {
-  absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(mappings_.size());
-}
-
 }  // namespace gemm::core

@@ -28,9 +28,6 @@ class DeviceMappings {
   // Undoes one successful Open() that returned `base`; the last one unmaps it.
   void Close(char* base);
 
-  // Allocations mapped now.
-  int64_t size() const;
-
  private:
   struct Mapping {
     Backend::DeviceMemory memory;
@@ -38,7 +35,7 @@ class DeviceMappings {
     int64_t backend_opens = 0;  // the backend's mappings of it (two handles may name one base)
   };
   Backend* const backend_;
-  mutable absl::Mutex mu_;
+  absl::Mutex mu_;
   absl::flat_hash_map<std::string, char*> base_of_ ABSL_GUARDED_BY(mu_);  // handle + device
   absl::flat_hash_map<char*, Mapping> mappings_ ABSL_GUARDED_BY(mu_);
 };
