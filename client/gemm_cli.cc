@@ -209,10 +209,11 @@ int RunGemm(GemmClient& client) {
     } else {
       std::cout << absl::StrFormat(
           "kernel=%s device=%d round_trip=%.3fms server: total=%dus queue=%dus copy_in=%dus "
-          "compute=%dus copy_out=%dus batch_rows=%d batch_requests=%d\n",
+          "compute=%dus copy_out=%dus batch_rows=%d batch_requests=%d%s\n",
           response->kernel(), t.device(), absl::ToDoubleMilliseconds(rtt), t.total_us(),
           t.queue_us(), t.copy_in_us(), t.compute_us(), t.copy_out_us(), t.batch_rows(),
-          t.batch_requests());
+          t.batch_requests(),
+          t.gpu_timing_skipped() ? " (GPU phases not timed: --gpu_timing_every)" : "");
     }
   }
   const v1::GemmResponse& resp = *response;

@@ -129,6 +129,12 @@ ABSL_FLAG(double, max_work_in_flight_ms_per_device, 1,
           "steps/s at 1 ms, 11k at 7 ms; decode and two-GPU loads alike), leaves small ones "
           "unbounded.");
 ABSL_FLAG(bool, replicate_resident, false, "CUDA: place resident matrices on every GPU.");
+ABSL_FLAG(int32_t, gpu_timing_every, 8,
+          "CUDA: time the GPU phases (copy-in, compute, copy-out: CUDA events) of every n-th unit "
+          "per GPU; 1 times every unit. The others' answers carry host times only and set "
+          "Timing.gpu_timing_skipped; the Prometheus copy-in, compute and copy-out histograms "
+          "observe the timed ones. Timing every unit costs ~10 us of host time per unit: decode "
+          "at 64 callers ran 7% slower timed than untimed (H100).");
 ABSL_FLAG(bool, self_test, true, "CUDA: self-test the kernel against cuBLASLt at start-up.");
 ABSL_FLAG(
     bool, reuse_large_buffers, true,
@@ -208,6 +214,7 @@ Options OptionsFromFlags() {
   o.cuda.max_work_in_flight_ms_per_device = absl::GetFlag(FLAGS_max_work_in_flight_ms_per_device);
   o.cuda.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
   o.cuda.self_test = absl::GetFlag(FLAGS_self_test);
+  o.cuda.gpu_timing_every = absl::GetFlag(FLAGS_gpu_timing_every);
 #endif
   return o;
 }

@@ -383,9 +383,12 @@ PointSummary Summarize(const PointResult& p) {
   if (m.server.responses > 0) {
     const double n = static_cast<double>(m.server.responses);
     s.server_queue_us = m.server.queue_us / n;
-    s.server_copy_in_us = m.server.copy_in_us / n;
-    s.server_compute_us = m.server.compute_us / n;
-    s.server_copy_out_us = m.server.copy_out_us / n;
+    if (m.server.gpu_timed > 0) {  // over the responses whose GPU phases were timed
+      const double g = static_cast<double>(m.server.gpu_timed);
+      s.server_copy_in_us = m.server.copy_in_us / g;
+      s.server_compute_us = m.server.compute_us / g;
+      s.server_copy_out_us = m.server.copy_out_us / g;
+    }
     s.server_total_us = m.server.total_us / n;
     s.server_launch_us = m.server.launch_us / n;
     s.server_completion_us = m.server.completion_us / n;

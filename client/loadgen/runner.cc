@@ -572,9 +572,12 @@ void Runner::Impl::Complete(Call* c, const grpc::Status& status, const v1::GemmR
         ServerTimingSums& st = current_.server;
         ++st.responses;
         st.queue_us += t.queue_us();
-        st.copy_in_us += t.copy_in_us();
-        st.compute_us += t.compute_us();
-        st.copy_out_us += t.copy_out_us();
+        if (!t.gpu_timing_skipped()) {
+          ++st.gpu_timed;
+          st.copy_in_us += t.copy_in_us();
+          st.compute_us += t.compute_us();
+          st.copy_out_us += t.copy_out_us();
+        }
         st.total_us += t.total_us();
         st.launch_us += t.launch_us();
         st.completion_us += t.completion_us();

@@ -7,6 +7,7 @@ namespace gemm::loadgen {
 
 void ServerTimingSums::Merge(const ServerTimingSums& o) {
   responses += o.responses;
+  gpu_timed += o.gpu_timed;
   queue_us += o.queue_us;
   copy_in_us += o.copy_in_us;
   compute_us += o.compute_us;

@@ -71,6 +71,7 @@ struct DeviceSplit::Join {
     m.batch_rows += t.batch_rows;
     m.batch_requests = std::max(m.batch_requests, t.batch_requests);
     if (part == 0) m.device = t.device;
+    m.gpu_timing_skipped = m.gpu_timing_skipped || t.gpu_timing_skipped;  // a part's max unknown
   }
 };
 

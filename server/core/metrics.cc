@@ -187,9 +187,11 @@ void Metrics::RecordTiming(const Timing& timing) {
   }
   // Histograms are internally synchronized; observe outside our lock.
   h.queue->Observe(absl::ToDoubleSeconds(timing.queue));
-  h.copy_in->Observe(absl::ToDoubleSeconds(timing.copy_in));
-  h.compute->Observe(absl::ToDoubleSeconds(timing.compute));
-  h.copy_out->Observe(absl::ToDoubleSeconds(timing.copy_out));
+  if (!timing.gpu_timing_skipped) {  // GPU phases timed only for every n-th unit
+    h.copy_in->Observe(absl::ToDoubleSeconds(timing.copy_in));
+    h.compute->Observe(absl::ToDoubleSeconds(timing.compute));
+    h.copy_out->Observe(absl::ToDoubleSeconds(timing.copy_out));
+  }
   h.total->Observe(absl::ToDoubleSeconds(timing.total));
   h.launch->Observe(absl::ToDoubleSeconds(timing.launch));
   h.completion->Observe(absl::ToDoubleSeconds(timing.completion));

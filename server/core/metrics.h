@@ -77,7 +77,8 @@ class Metrics {
   void RecordRpc(absl::string_view method, int grpc_code);
 
   // Records where a completed request's time went (seconds) and the batch it ran in, labelled
-  // with `timing.device`.
+  // with `timing.device`; the copy-in, compute and copy-out histograms only when its GPU phases
+  // were timed (not `gpu_timing_skipped`).
   void RecordTiming(const Timing& timing);
 
   // Sets the number of requests queued (the Batcher calls this when given this Metrics).

@@ -141,6 +141,9 @@ struct Timing {
   int64_t batch_rows = 0;
   int batch_requests = 1;
   int device = -1;
+  // The GPU phases were not timed for this request's unit (the CUDA backend times every n-th
+  // unit): copy_in and copy_out hold only host time, compute is zero.
+  bool gpu_timing_skipped = false;
 };
 
 struct GemmResult {

@@ -43,7 +43,7 @@ class CudaBackend final : public core::Backend {
                            options.max_work_in_flight_ms_per_device * 1e3, options.serial_kernels,
                            options.poll_completion, options.merge_copies,
                            options.watcher_completion_bytes, options.idle_units_per_device,
-                           options.device_units_on_compute_stream}));
+                           options.device_units_on_compute_stream, options.gpu_timing_every}));
     }
   }
 

@@ -61,6 +61,10 @@ struct CudaBackendOptions {
   // With serial_kernels: units whose copies are all device copies (CUDA IPC operands) run wholly
   // on the compute stream. Default true.
   bool device_units_on_compute_stream = true;
+  // Only every n-th unit per GPU (<= 1: every unit) times its copy-in, kernels and copy-out with
+  // CUDA events; the others' answers carry host times only and say so
+  // (core::Timing::gpu_timing_skipped). Default 8.
+  int gpu_timing_every = 8;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
   // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.

@@ -428,8 +428,13 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   if (!u->timed) u->kslot = u->slot;
   const cudaStream_t kstream = u->kslot->stream;
   const bool serial = kstream != stream;
+  // Only every gpu_timing_every-th unit records its timing events; the others only the last one,
+  // which completion polls.
+  u->sampled =
+      config_.gpu_timing_every <= 1 ||
+      timing_count_.fetch_add(1, std::memory_order_relaxed) % config_.gpu_timing_every == 0;
   auto record = [&](int i, cudaStream_t s) {
-    if (u->timed && st.ok()) {
+    if (u->timed && st.ok() && (u->sampled || i == 3)) {
       absl::Status rs = CudaStatus(cudaEventRecord(u->ev[i], s), "cudaEventRecord");
       if (!rs.ok()) u->timed = false;
     }
@@ -711,7 +716,7 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
                                               std::memory_order_relaxed);
   }
   core::Timing t;
-  if (u->status.ok() && u->timed) {
+  if (u->status.ok() && u->timed && u->sampled) {
     float ms[3] = {0, 0, 0};
     // Kernels on the compute stream: from when that stream reached them (not from the end of
     // this unit's copy-in, which may have waited there behind other units' kernels).
@@ -726,6 +731,8 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
     t.copy_in = absl::Microseconds(static_cast<double>(ms[0]) * 1e3);
     t.compute = absl::Microseconds(static_cast<double>(ms[1]) * 1e3);
     t.copy_out = absl::Microseconds(static_cast<double>(ms[2]) * 1e3);
+  } else {
+    t.gpu_timing_skipped = true;
   }
   if (u->status.ok() && !u->direct) {
     const absl::Time t0 = absl::Now();

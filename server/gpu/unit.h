@@ -88,6 +88,7 @@ struct Unit {
   // stream) when the compute stream reached this unit's kernels.
   cudaEvent_t ev[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   bool timed = false;
+  bool sampled = true;          // records its timing events (else only ev[3]; gpu_timing_every)
   bool gpu_pending = false;     // counted in the executor's gpu_pending_ (until GpuDone)
   absl::Duration host_copy_in;  // memcpy into staging (part of copy_in)
   absl::Duration launch;        // host time planning and enqueuing (Timing::launch)

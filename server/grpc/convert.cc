@@ -139,6 +139,7 @@ void DurationsToProto(const core::Timing& t, v1::Timing* p) {
   p->set_batch_rows(t.batch_rows);
   p->set_batch_requests(t.batch_requests);
   p->set_device(t.device);
+  p->set_gpu_timing_skipped(t.gpu_timing_skipped);
 }
 
 }  // namespace

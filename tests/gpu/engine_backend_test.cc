@@ -72,6 +72,7 @@ CudaBackendOptions FastOptions() {
   CudaBackendOptions o;
   o.self_test = false;
   o.staging_bytes = 256 << 20;
+  o.gpu_timing_every = 1;  // the tests read every answer's GPU timing
   return o;
 }
 
@@ -759,6 +760,42 @@ TEST_F(EngineTest, UnknownKernelIsInvalidArgumentAndCublasLtCanBeAsked) {
   ASSERT_TRUE(res.ok()) << res.status();
   EXPECT_EQ(res->kernel, "cublaslt");
   EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+}
+
+// --gpu_timing_every=3: units 0, 3, 6 of a device record their timing events; the others'
+// answers carry no GPU phase times and say so. All of them are right.
+TEST_F(EngineTest, OnlyEveryNthUnitTimesItsGpuPhases) {
+  CudaBackendOptions o = FastOptions();
+  o.gpu_timing_every = 3;
+  Harness h(o);
+  ASSERT_NE(h.backend, nullptr);
+  const int64_t K = 256, N = 192;
+  std::string w = RandomBf16Bytes(N * K, gen_);
+  auto m = Register(*h.backend, "timing", N, K, core::BLayout::kNK, w, {0});  // one device
+  ASSERT_TRUE(m.ok()) << m.status();
+  int timed = 0;
+  for (int i = 0; i < 9; ++i) {
+    core::GemmRequest r;
+    core::Problem p = MakeProblem(16 + i, N, K, core::BLayout::kNK, core::DType::kBF16);
+    p.b_resident = *m;
+    p.b_handle = "timing";
+    HostOperands ops;
+    FillRandom(p, ops, gen_, false);
+    r.problems = {p};
+    auto res = RunOne(h, r);  // one unit each, in order
+    ASSERT_TRUE(res.ok()) << res.status();
+    EXPECT_LE(CheckEntry(p, res->outputs[0], 0, w), 8e-3) << i;
+    const core::Timing& t = res->timing;
+    EXPECT_EQ(t.gpu_timing_skipped, i % 3 != 0) << i;
+    if (!t.gpu_timing_skipped) {
+      ++timed;
+      EXPECT_GT(t.compute, absl::ZeroDuration()) << i;
+    } else {
+      EXPECT_EQ(t.compute, absl::ZeroDuration()) << i;
+    }
+    EXPECT_GT(t.total, absl::ZeroDuration()) << i;
+  }
+  EXPECT_EQ(timed, 3);
 }
 
 TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {

@@ -269,6 +269,29 @@ TEST(ReportTest, SummaryFigures) {
   EXPECT_EQ(FormatErrors(r.points[1].measured.errors_by_code), "UNAVAILABLE=3");
 }
 
+// The server's copy-in, compute and copy-out are averaged over the responses whose GPU phases
+// it timed (it times every n-th batch); queue and total over every response.
+TEST(ReportTest, ServerGpuPhasesAveragedOverTimedResponsesOnly) {
+  Report r = SampleReport();
+  ServerTimingSums& st = r.points[0].measured.server;
+  st.responses = 8;
+  st.gpu_timed = 2;
+  st.queue_us = 8 * 40;
+  st.total_us = 8 * 300;
+  st.compute_us = 2 * 68;
+  st.copy_in_us = 2 * 7;
+  st.copy_out_us = 2 * 5;
+  const PointSummary s = Summarize(r.points[0]);
+  EXPECT_DOUBLE_EQ(s.server_queue_us, 40);
+  EXPECT_DOUBLE_EQ(s.server_total_us, 300);
+  EXPECT_DOUBLE_EQ(s.server_compute_us, 68);
+  EXPECT_DOUBLE_EQ(s.server_copy_in_us, 7);
+  EXPECT_DOUBLE_EQ(s.server_copy_out_us, 5);
+  st.gpu_timed = 0;  // none timed: no figure rather than a made-up one
+  st.compute_us = 0;
+  EXPECT_DOUBLE_EQ(Summarize(r.points[0]).server_compute_us, 0);
+}
+
 TEST(ReportTest, CsvHasOneRowPerPointAndStableColumns) {
   const std::string csv = FormatCsv(SampleReport());
   std::vector<std::string> lines;

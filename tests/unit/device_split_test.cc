@@ -148,6 +148,25 @@ TEST(DeviceSplitTest, AnswersOnceWithOutputsInOrderAndMergedTiming) {
   EXPECT_EQ(r.timing.batch_requests, 3);
   EXPECT_EQ(r.timing.device, 0);
   EXPECT_EQ(r.kernel, "sm90_wgmma");
+  EXPECT_FALSE(r.timing.gpu_timing_skipped);
+}
+
+// When one part's GPU phases were not timed, the merged answer says so (its maxima would be
+// the timed part's alone).
+TEST(DeviceSplitTest, MergedTimingIsUntimedWhenAPartWasUntimed) {
+  Answers a;
+  auto split = DeviceSplit::Make(Group({On({0}), On({1})}, &a));
+  ASSERT_NE(split, nullptr);
+  const auto& parts = split->parts();
+  GemmResult timed = ResultFor(*parts[0], absl::Microseconds(30), 0);
+  timed.timing.compute = absl::Microseconds(68);
+  GemmResult untimed = ResultFor(*parts[1], absl::Microseconds(30), 1);
+  untimed.timing.gpu_timing_skipped = true;
+  parts[0]->done(std::move(timed));
+  parts[1]->done(std::move(untimed));
+  ASSERT_EQ(a.calls, 1);
+  ASSERT_TRUE(a.last->ok()) << a.last->status();
+  EXPECT_TRUE((*a.last)->timing.gpu_timing_skipped);
 }
 
 TEST(DeviceSplitTest, FirstErrorWinsAndIsAnsweredOnce) {

@@ -87,6 +87,33 @@ TEST(MetricsTest, RecordsTimingHistograms) {
   EXPECT_TRUE(Has(text, "gemm_batch_requests_sum{device=\"1\"} 16")) << text;
 }
 
+// A request whose unit's GPU phases were not timed (--gpu_timing_every) counts in the queue,
+// request, launch and completion histograms but not in copy-in, compute and copy-out.
+TEST(MetricsTest, UntimedGpuPhasesAreNotObserved) {
+  auto m = *Metrics::Create(0);
+  Timing t;
+  t.queue = absl::Microseconds(40);
+  t.copy_in = absl::Microseconds(7);
+  t.compute = absl::Microseconds(68);
+  t.copy_out = absl::Microseconds(5);
+  t.total = absl::Microseconds(300);
+  t.device = 0;
+  m->RecordTiming(t);
+  t.gpu_timing_skipped = true;
+  t.copy_in = absl::Microseconds(1);
+  t.compute = absl::ZeroDuration();
+  t.copy_out = absl::Microseconds(2);
+  m->RecordTiming(t);
+  m->RecordTiming(t);
+  const std::string text = m->Serialize();
+  EXPECT_TRUE(Has(text, "gemm_queue_seconds_count{device=\"0\"} 3")) << text;
+  EXPECT_TRUE(Has(text, "gemm_request_seconds_count{device=\"0\"} 3")) << text;
+  EXPECT_TRUE(Has(text, "gemm_copy_in_seconds_count{device=\"0\"} 1")) << text;
+  EXPECT_TRUE(Has(text, "gemm_compute_seconds_count{device=\"0\"} 1")) << text;
+  EXPECT_TRUE(Has(text, "gemm_compute_seconds_sum{device=\"0\"} 6.8e-05")) << text;
+  EXPECT_TRUE(Has(text, "gemm_copy_out_seconds_count{device=\"0\"} 1")) << text;
+}
+
 TEST(MetricsTest, Gauges) {
   auto m = *Metrics::Create(0);
   m->SetQueueDepth(17);

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1agemm/v1/gemm_service.proto\x12\x07gemm.v1\"D\n\x0fSharedMemoryRef\x12\x0e\n\x06region\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x11\n\tbyte_size\x18\x03 \x01(\x03\"\x97\x03\n\x07Problem\x12\t\n\x01m\x18\x01 \x01(\x03\x12\t\n\x01n\x18\x02 \x01(\x03\x12\t\n\x01k\x18\x03 \x01(\x03\x12\t\n\x01\x61\x18\x04 \x01(\x0c\x12\x0b\n\x01\x62\x18\x05 \x01(\x0cH\x00\x12\x12\n\x08\x62_handle\x18\x06 \x01(\tH\x00\x12)\n\x05\x62_shm\x18\x0e \x01(\x0b\x32\x18.gemm.v1.SharedMemoryRefH\x00\x12\"\n\x08\x62_layout\x18\x07 \x01(\x0e\x32\x10.gemm.v1.BLayout\x12\x12\n\x05\x61lpha\x18\x08 \x01(\x02H\x01\x88\x01\x01\x12\x11\n\x04\x62\x65ta\x18\t \x01(\x02H\x02\x88\x01\x01\x12\t\n\x01\x63\x18\n \x01(\x0c\x12$\n\x0coutput_dtype\x18\x0b \x01(\x0e\x32\x0e.gemm.v1.DType\x12\'\n\x05\x61_shm\x18\x0c \x01(\x0b\x32\x18.gemm.v1.SharedMemoryRef\x12\'\n\x05\x63_shm\x18\r \x01(\x0b\x32\x18.gemm.v1.SharedMemoryRef\x12\'\n\x05\x64_shm\x18\x0f \x01(\x0b\x32\x18.gemm.v1.SharedMemoryRefB\n\n\x08\x62_sourceB\x08\n\x06_alphaB\x07\n\x05_beta\"B\n\x0e\x42\x61tchedProblem\x12\r\n\x05\x63ount\x18\x01 \x01(\x03\x12!\n\x07problem\x18\x02 \x01(\x0b\x32\x10.gemm.v1.Problem\"2\n\x0cProblemGroup\x12\"\n\x08problems\x18\x01 \x03(\x0b\x32\x10.gemm.v1.Problem\"\xe9\x01\n\x0bGemmRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12#\n\x07problem\x18\x02 \x01(\x0b\x32\x10.gemm.v1.ProblemH\x00\x12(\n\x05\x62\x61tch\x18\x03 \x01(\x0b\x32\x17.gemm.v1.BatchedProblemH\x00\x12&\n\x05group\x18\x04 \x01(\x0b\x32\x15.gemm.v1.ProblemGroupH\x00\x12#\n\x08priority\x18\x05 \x01(\x0e\x32\x11.gemm.v1.Priority\x12\x12\n\ntimeout_us\x18\x06 \x01(\x03\x12\x0e\n\x06kernel\x18\x07 \x01(\tB\x06\n\x04work\"D\n\x06Output\x12\r\n\x05shape\x18\x01 \x03(\x03\x12\x1d\n\x05\x64type\x18\x02 \x01(\x0e\x32\x0e.gemm.v1.DType\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\xcf\x01\n\x06Timing\x12\x10\n\x08queue_us\x18\x01 \x01(\x03\x12\x12\n\ncopy_in_us\x18\x02 \x01(\x03\x12\x12\n\ncompute_us\x18\x03 \x01(\x03\x12\x13\n\x0b\x63opy_out_us\x18\x04 \x01(\x03\x12\x10\n\x08total_us\x18\x05 \x01(\x03\x12\x12\n\nbatch_rows\x18\x06 \x01(\x03\x12\x16\n\x0e\x62\x61tch_requests\x18\x07 \x01(\x05\x12\x0e\n\x06\x64\x65vice\x18\x08 \x01(\x05\x12\x11\n\tlaunch_us\x18\t \x01(\x03\x12\x15\n\rcompletion_us\x18\n \x01(\x03\"&\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x94\x01\n\x0cGemmResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12 \n\x07outputs\x18\x02 \x03(\x0b\x32\x0f.gemm.v1.Output\x12\x1f\n\x06timing\x18\x03 \x01(\x0b\x32\x0f.gemm.v1.Timing\x12\x0e\n\x06kernel\x18\x04 \x01(\t\x12\x1d\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x0e.gemm.v1.Error\"9\n\x0fGemmRequestPack\x12&\n\x08requests\x18\x01 \x03(\x0b\x32\x14.gemm.v1.GemmRequest\"<\n\x10GemmResponsePack\x12(\n\tresponses\x18\x01 \x03(\x0b\x32\x15.gemm.v1.GemmResponse\"\x8a\x01\n\x0cMatrixHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04rows\x18\x02 \x01(\x03\x12\x0c\n\x04\x63ols\x18\x03 \x01(\x03\x12\x1d\n\x05\x64type\x18\x04 \x01(\x0e\x32\x0e.gemm.v1.DType\x12 \n\x06layout\x18\x05 \x01(\x0e\x32\x10.gemm.v1.BLayout\x12\x0f\n\x07\x64\x65vices\x18\x06 \x03(\x05\"Z\n\x13RegisterMatrixChunk\x12%\n\x06header\x18\x01 \x01(\x0b\x32\x15.gemm.v1.MatrixHeader\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\xba\x01\n\nMatrixInfo\x12\x0e\n\x06handle\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04rows\x18\x03 \x01(\x03\x12\x0c\n\x04\x63ols\x18\x04 \x01(\x03\x12\x1d\n\x05\x64type\x18\x05 \x01(\x0e\x32\x0e.gemm.v1.DType\x12 \n\x06layout\x18\x06 \x01(\x0e\x32\x10.gemm.v1.BLayout\x12\r\n\x05\x62ytes\x18\x07 \x01(\x03\x12\x0f\n\x07\x64\x65vices\x18\x08 \x03(\x05\x12\x11\n\tin_flight\x18\t \x01(\x03\"&\n\x14ReleaseMatrixRequest\x12\x0e\n\x06handle\x18\x01 \x01(\t\"\x17\n\x15ReleaseMatrixResponse\"\x15\n\x13ListMatricesRequest\"=\n\x14ListMatricesResponse\x12%\n\x08matrices\x18\x01 \x03(\x0b\x32\x13.gemm.v1.MatrixInfo\"\x16\n\x14GetServerInfoRequest\"\xe4\x01\n\nDeviceInfo\x12\x0f\n\x07ordinal\x18\x01 \x01(\x05\x12\x0c\n\x04name\x18\x02 \x01(\t\x12 \n\x18\x63ompute_capability_major\x18\x03 \x01(\x05\x12 \n\x18\x63ompute_capability_minor\x18\x04 \x01(\x05\x12\x17\n\x0fmultiprocessors\x18\x05 \x01(\x05\x12\x14\n\x0cmemory_bytes\x18\x06 \x01(\x03\x12\x1b\n\x13pool_capacity_bytes\x18\x07 \x01(\x03\x12\x17\n\x0fpool_used_bytes\x18\x08 \x01(\x03\x12\x0e\n\x06kernel\x18\t \x01(\t\":\n\nKernelInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06usable\x18\x02 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\x81\x01\n\x06Limits\x12\x0f\n\x07max_dim\x18\x01 \x01(\x03\x12\x19\n\x11max_request_bytes\x18\x02 \x01(\x03\x12\x19\n\x11max_message_bytes\x18\x03 \x01(\x03\x12\x14\n\x0cmax_problems\x18\x04 \x01(\x03\x12\x1a\n\x12max_resident_bytes\x18\x05 \x01(\x03\"\x9b\x01\n\nServerInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x02 \x01(\t\x12$\n\x07\x64\x65vices\x18\x03 \x03(\x0b\x32\x13.gemm.v1.DeviceInfo\x12$\n\x07kernels\x18\x04 \x03(\x0b\x32\x13.gemm.v1.KernelInfo\x12\x1f\n\x06limits\x18\x05 \x01(\x0b\x32\x0f.gemm.v1.Limits\"\x84\x01\n\x1bRegisterSharedMemoryRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\x03\x12\x11\n\tbyte_size\x18\x04 \x01(\x03\x12\x17\n\x0f\x63uda_ipc_handle\x18\x05 \x01(\x0c\x12\x0e\n\x06\x64\x65vice\x18\x06 \x01(\x05\"\x91\x01\n\x10SharedMemoryInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\x03\x12\x11\n\tbyte_size\x18\x04 \x01(\x03\x12\x0e\n\x06pinned\x18\x05 \x01(\x08\x12\x11\n\tin_flight\x18\x06 \x01(\x03\x12\x0c\n\x04\x63uda\x18\x07 \x01(\x08\x12\x0e\n\x06\x64\x65vice\x18\x08 \x01(\x05\"-\n\x1dUnregisterSharedMemoryRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\" \n\x1eUnregisterSharedMemoryResponse\"\x19\n\x17ListSharedMemoryRequest\"F\n\x18ListSharedMemoryResponse\x12*\n\x07regions\x18\x01 \x03(\x0b\x32\x19.gemm.v1.SharedMemoryInfo*>\n\x05\x44Type\x12\x15\n\x11\x44TYPE_UNSPECIFIED\x10\x00\x12\x0e\n\nDTYPE_BF16\x10\x01\x12\x0e\n\nDTYPE_FP32\x10\x02*E\n\x07\x42Layout\x12\x18\n\x14\x42_LAYOUT_UNSPECIFIED\x10\x00\x12\x0f\n\x0b\x42_LAYOUT_KN\x10\x01\x12\x0f\n\x0b\x42_LAYOUT_NK\x10\x02*L\n\x08Priority\x12\x18\n\x14PRIORITY_UNSPECIFIED\x10\x00\x12\x13\n\x0fPRIORITY_NORMAL\x10\x01\x12\x11\n\rPRIORITY_HIGH\x10\x02\x32\x94\x06\n\x0bGemmService\x12\x33\n\x04Gemm\x12\x14.gemm.v1.GemmRequest\x1a\x15.gemm.v1.GemmResponse\x12=\n\nGemmStream\x12\x14.gemm.v1.GemmRequest\x1a\x15.gemm.v1.GemmResponse(\x01\x30\x01\x12K\n\x10GemmStreamPacked\x12\x18.gemm.v1.GemmRequestPack\x1a\x19.gemm.v1.GemmResponsePack(\x01\x30\x01\x12\x45\n\x0eRegisterMatrix\x12\x1c.gemm.v1.RegisterMatrixChunk\x1a\x13.gemm.v1.MatrixInfo(\x01\x12N\n\rReleaseMatrix\x12\x1d.gemm.v1.ReleaseMatrixRequest\x1a\x1e.gemm.v1.ReleaseMatrixResponse\x12K\n\x0cListMatrices\x12\x1c.gemm.v1.ListMatricesRequest\x1a\x1d.gemm.v1.ListMatricesResponse\x12\x43\n\rGetServerInfo\x12\x1d.gemm.v1.GetServerInfoRequest\x1a\x13.gemm.v1.ServerInfo\x12W\n\x14RegisterSharedMemory\x12$.gemm.v1.RegisterSharedMemoryRequest\x1a\x19.gemm.v1.SharedMemoryInfo\x12i\n\x16UnregisterSharedMemory\x12&.gemm.v1.UnregisterSharedMemoryRequest\x1a\'.gemm.v1.UnregisterSharedMemoryResponse\x12W\n\x10ListSharedMemory\x12 .gemm.v1.ListSharedMemoryRequest\x1a!.gemm.v1.ListSharedMemoryResponseB\x03\xf8\x01\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1agemm/v1/gemm_service.proto\x12\x07gemm.v1\"D\n\x0fSharedMemoryRef\x12\x0e\n\x06region\x18\x01 \x01(\t\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x11\n\tbyte_size\x18\x03 \x01(\x03\"\x97\x03\n\x07Problem\x12\t\n\x01m\x18\x01 \x01(\x03\x12\t\n\x01n\x18\x02 \x01(\x03\x12\t\n\x01k\x18\x03 \x01(\x03\x12\t\n\x01\x61\x18\x04 \x01(\x0c\x12\x0b\n\x01\x62\x18\x05 \x01(\x0cH\x00\x12\x12\n\x08\x62_handle\x18\x06 \x01(\tH\x00\x12)\n\x05\x62_shm\x18\x0e \x01(\x0b\x32\x18.gemm.v1.SharedMemoryRefH\x00\x12\"\n\x08\x62_layout\x18\x07 \x01(\x0e\x32\x10.gemm.v1.BLayout\x12\x12\n\x05\x61lpha\x18\x08 \x01(\x02H\x01\x88\x01\x01\x12\x11\n\x04\x62\x65ta\x18\t \x01(\x02H\x02\x88\x01\x01\x12\t\n\x01\x63\x18\n \x01(\x0c\x12$\n\x0coutput_dtype\x18\x0b \x01(\x0e\x32\x0e.gemm.v1.DType\x12\'\n\x05\x61_shm\x18\x0c \x01(\x0b\x32\x18.gemm.v1.SharedMemoryRef\x12\'\n\x05\x63_shm\x18\r \x01(\x0b\x32\x18.gemm.v1.SharedMemoryRef\x12\'\n\x05\x64_shm\x18\x0f \x01(\x0b\x32\x18.gemm.v1.SharedMemoryRefB\n\n\x08\x62_sourceB\x08\n\x06_alphaB\x07\n\x05_beta\"B\n\x0e\x42\x61tchedProblem\x12\r\n\x05\x63ount\x18\x01 \x01(\x03\x12!\n\x07problem\x18\x02 \x01(\x0b\x32\x10.gemm.v1.Problem\"2\n\x0cProblemGroup\x12\"\n\x08problems\x18\x01 \x03(\x0b\x32\x10.gemm.v1.Problem\"\xe9\x01\n\x0bGemmRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12#\n\x07problem\x18\x02 \x01(\x0b\x32\x10.gemm.v1.ProblemH\x00\x12(\n\x05\x62\x61tch\x18\x03 \x01(\x0b\x32\x17.gemm.v1.BatchedProblemH\x00\x12&\n\x05group\x18\x04 \x01(\x0b\x32\x15.gemm.v1.ProblemGroupH\x00\x12#\n\x08priority\x18\x05 \x01(\x0e\x32\x11.gemm.v1.Priority\x12\x12\n\ntimeout_us\x18\x06 \x01(\x03\x12\x0e\n\x06kernel\x18\x07 \x01(\tB\x06\n\x04work\"D\n\x06Output\x12\r\n\x05shape\x18\x01 \x03(\x03\x12\x1d\n\x05\x64type\x18\x02 \x01(\x0e\x32\x0e.gemm.v1.DType\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\xeb\x01\n\x06Timing\x12\x10\n\x08queue_us\x18\x01 \x01(\x03\x12\x12\n\ncopy_in_us\x18\x02 \x01(\x03\x12\x12\n\ncompute_us\x18\x03 \x01(\x03\x12\x13\n\x0b\x63opy_out_us\x18\x04 \x01(\x03\x12\x10\n\x08total_us\x18\x05 \x01(\x03\x12\x12\n\nbatch_rows\x18\x06 \x01(\x03\x12\x16\n\x0e\x62\x61tch_requests\x18\x07 \x01(\x05\x12\x0e\n\x06\x64\x65vice\x18\x08 \x01(\x05\x12\x11\n\tlaunch_us\x18\t \x01(\x03\x12\x15\n\rcompletion_us\x18\n \x01(\x03\x12\x1a\n\x12gpu_timing_skipped\x18\x0b \x01(\x08\"&\n\x05\x45rror\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x94\x01\n\x0cGemmResponse\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12 \n\x07outputs\x18\x02 \x03(\x0b\x32\x0f.gemm.v1.Output\x12\x1f\n\x06timing\x18\x03 \x01(\x0b\x32\x0f.gemm.v1.Timing\x12\x0e\n\x06kernel\x18\x04 \x01(\t\x12\x1d\n\x05\x65rror\x18\x05 \x01(\x0b\x32\x0e.gemm.v1.Error\"9\n\x0fGemmRequestPack\x12&\n\x08requests\x18\x01 \x03(\x0b\x32\x14.gemm.v1.GemmRequest\"<\n\x10GemmResponsePack\x12(\n\tresponses\x18\x01 \x03(\x0b\x32\x15.gemm.v1.GemmResponse\"\x8a\x01\n\x0cMatrixHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04rows\x18\x02 \x01(\x03\x12\x0c\n\x04\x63ols\x18\x03 \x01(\x03\x12\x1d\n\x05\x64type\x18\x04 \x01(\x0e\x32\x0e.gemm.v1.DType\x12 \n\x06layout\x18\x05 \x01(\x0e\x32\x10.gemm.v1.BLayout\x12\x0f\n\x07\x64\x65vices\x18\x06 \x03(\x05\"Z\n\x13RegisterMatrixChunk\x12%\n\x06header\x18\x01 \x01(\x0b\x32\x15.gemm.v1.MatrixHeader\x12\x0e\n\x06offset\x18\x02 \x01(\x03\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"\xba\x01\n\nMatrixInfo\x12\x0e\n\x06handle\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0c\n\x04rows\x18\x03 \x01(\x03\x12\x0c\n\x04\x63ols\x18\x04 \x01(\x03\x12\x1d\n\x05\x64type\x18\x05 \x01(\x0e\x32\x0e.gemm.v1.DType\x12 \n\x06layout\x18\x06 \x01(\x0e\x32\x10.gemm.v1.BLayout\x12\r\n\x05\x62ytes\x18\x07 \x01(\x03\x12\x0f\n\x07\x64\x65vices\x18\x08 \x03(\x05\x12\x11\n\tin_flight\x18\t \x01(\x03\"&\n\x14ReleaseMatrixRequest\x12\x0e\n\x06handle\x18\x01 \x01(\t\"\x17\n\x15ReleaseMatrixResponse\"\x15\n\x13ListMatricesRequest\"=\n\x14ListMatricesResponse\x12%\n\x08matrices\x18\x01 \x03(\x0b\x32\x13.gemm.v1.MatrixInfo\"\x16\n\x14GetServerInfoRequest\"\xe4\x01\n\nDeviceInfo\x12\x0f\n\x07ordinal\x18\x01 \x01(\x05\x12\x0c\n\x04name\x18\x02 \x01(\t\x12 \n\x18\x63ompute_capability_major\x18\x03 \x01(\x05\x12 \n\x18\x63ompute_capability_minor\x18\x04 \x01(\x05\x12\x17\n\x0fmultiprocessors\x18\x05 \x01(\x05\x12\x14\n\x0cmemory_bytes\x18\x06 \x01(\x03\x12\x1b\n\x13pool_capacity_bytes\x18\x07 \x01(\x03\x12\x17\n\x0fpool_used_bytes\x18\x08 \x01(\x03\x12\x0e\n\x06kernel\x18\t \x01(\t\":\n\nKernelInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06usable\x18\x02 \x01(\x08\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\x81\x01\n\x06Limits\x12\x0f\n\x07max_dim\x18\x01 \x01(\x03\x12\x19\n\x11max_request_bytes\x18\x02 \x01(\x03\x12\x19\n\x11max_message_bytes\x18\x03 \x01(\x03\x12\x14\n\x0cmax_problems\x18\x04 \x01(\x03\x12\x1a\n\x12max_resident_bytes\x18\x05 \x01(\x03\"\x9b\x01\n\nServerInfo\x12\x0f\n\x07version\x18\x01 \x01(\t\x12\x0f\n\x07\x62\x61\x63kend\x18\x02 \x01(\t\x12$\n\x07\x64\x65vices\x18\x03 \x03(\x0b\x32\x13.gemm.v1.DeviceInfo\x12$\n\x07kernels\x18\x04 \x03(\x0b\x32\x13.gemm.v1.KernelInfo\x12\x1f\n\x06limits\x18\x05 \x01(\x0b\x32\x0f.gemm.v1.Limits\"\x84\x01\n\x1bRegisterSharedMemoryRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\x03\x12\x11\n\tbyte_size\x18\x04 \x01(\x03\x12\x17\n\x0f\x63uda_ipc_handle\x18\x05 \x01(\x0c\x12\x0e\n\x06\x64\x65vice\x18\x06 \x01(\x05\"\x91\x01\n\x10SharedMemoryInfo\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\x0e\n\x06offset\x18\x03 \x01(\x03\x12\x11\n\tbyte_size\x18\x04 \x01(\x03\x12\x0e\n\x06pinned\x18\x05 \x01(\x08\x12\x11\n\tin_flight\x18\x06 \x01(\x03\x12\x0c\n\x04\x63uda\x18\x07 \x01(\x08\x12\x0e\n\x06\x64\x65vice\x18\x08 \x01(\x05\"-\n\x1dUnregisterSharedMemoryRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\" \n\x1eUnregisterSharedMemoryResponse\"\x19\n\x17ListSharedMemoryRequest\"F\n\x18ListSharedMemoryResponse\x12*\n\x07regions\x18\x01 \x03(\x0b\x32\x19.gemm.v1.SharedMemoryInfo*>\n\x05\x44Type\x12\x15\n\x11\x44TYPE_UNSPECIFIED\x10\x00\x12\x0e\n\nDTYPE_BF16\x10\x01\x12\x0e\n\nDTYPE_FP32\x10\x02*E\n\x07\x42Layout\x12\x18\n\x14\x42_LAYOUT_UNSPECIFIED\x10\x00\x12\x0f\n\x0b\x42_LAYOUT_KN\x10\x01\x12\x0f\n\x0b\x42_LAYOUT_NK\x10\x02*L\n\x08Priority\x12\x18\n\x14PRIORITY_UNSPECIFIED\x10\x00\x12\x13\n\x0fPRIORITY_NORMAL\x10\x01\x12\x11\n\rPRIORITY_HIGH\x10\x02\x32\x94\x06\n\x0bGemmService\x12\x33\n\x04Gemm\x12\x14.gemm.v1.GemmRequest\x1a\x15.gemm.v1.GemmResponse\x12=\n\nGemmStream\x12\x14.gemm.v1.GemmRequest\x1a\x15.gemm.v1.GemmResponse(\x01\x30\x01\x12K\n\x10GemmStreamPacked\x12\x18.gemm.v1.GemmRequestPack\x1a\x19.gemm.v1.GemmResponsePack(\x01\x30\x01\x12\x45\n\x0eRegisterMatrix\x12\x1c.gemm.v1.RegisterMatrixChunk\x1a\x13.gemm.v1.MatrixInfo(\x01\x12N\n\rReleaseMatrix\x12\x1d.gemm.v1.ReleaseMatrixRequest\x1a\x1e.gemm.v1.ReleaseMatrixResponse\x12K\n\x0cListMatrices\x12\x1c.gemm.v1.ListMatricesRequest\x1a\x1d.gemm.v1.ListMatricesResponse\x12\x43\n\rGetServerInfo\x12\x1d.gemm.v1.GetServerInfoRequest\x1a\x13.gemm.v1.ServerInfo\x12W\n\x14RegisterSharedMemory\x12$.gemm.v1.RegisterSharedMemoryRequest\x1a\x19.gemm.v1.SharedMemoryInfo\x12i\n\x16UnregisterSharedMemory\x12&.gemm.v1.UnregisterSharedMemoryRequest\x1a\'.gemm.v1.UnregisterSharedMemoryResponse\x12W\n\x10ListSharedMemory\x12 .gemm.v1.ListSharedMemoryRequest\x1a!.gemm.v1.ListSharedMemoryResponseB\x03\xf8\x01\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'gemm.v1.gemm_service_pb2', globals())
@@ -21,12 +21,12 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'\370\001\001'
-  _DTYPE._serialized_start=3108
-  _DTYPE._serialized_end=3170
-  _BLAYOUT._serialized_start=3172
-  _BLAYOUT._serialized_end=3241
-  _PRIORITY._serialized_start=3243
-  _PRIORITY._serialized_end=3319
+  _DTYPE._serialized_start=3136
+  _DTYPE._serialized_end=3198
+  _BLAYOUT._serialized_start=3200
+  _BLAYOUT._serialized_end=3269
+  _PRIORITY._serialized_start=3271
+  _PRIORITY._serialized_end=3347
   _SHAREDMEMORYREF._serialized_start=39
   _SHAREDMEMORYREF._serialized_end=107
   _PROBLEM._serialized_start=110
@@ -40,51 +40,51 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _OUTPUT._serialized_start=875
   _OUTPUT._serialized_end=943
   _TIMING._serialized_start=946
-  _TIMING._serialized_end=1153
-  _ERROR._serialized_start=1155
-  _ERROR._serialized_end=1193
-  _GEMMRESPONSE._serialized_start=1196
-  _GEMMRESPONSE._serialized_end=1344
-  _GEMMREQUESTPACK._serialized_start=1346
-  _GEMMREQUESTPACK._serialized_end=1403
-  _GEMMRESPONSEPACK._serialized_start=1405
-  _GEMMRESPONSEPACK._serialized_end=1465
-  _MATRIXHEADER._serialized_start=1468
-  _MATRIXHEADER._serialized_end=1606
-  _REGISTERMATRIXCHUNK._serialized_start=1608
-  _REGISTERMATRIXCHUNK._serialized_end=1698
-  _MATRIXINFO._serialized_start=1701
-  _MATRIXINFO._serialized_end=1887
-  _RELEASEMATRIXREQUEST._serialized_start=1889
-  _RELEASEMATRIXREQUEST._serialized_end=1927
-  _RELEASEMATRIXRESPONSE._serialized_start=1929
-  _RELEASEMATRIXRESPONSE._serialized_end=1952
-  _LISTMATRICESREQUEST._serialized_start=1954
-  _LISTMATRICESREQUEST._serialized_end=1975
-  _LISTMATRICESRESPONSE._serialized_start=1977
-  _LISTMATRICESRESPONSE._serialized_end=2038
-  _GETSERVERINFOREQUEST._serialized_start=2040
-  _GETSERVERINFOREQUEST._serialized_end=2062
-  _DEVICEINFO._serialized_start=2065
-  _DEVICEINFO._serialized_end=2293
-  _KERNELINFO._serialized_start=2295
-  _KERNELINFO._serialized_end=2353
-  _LIMITS._serialized_start=2356
-  _LIMITS._serialized_end=2485
-  _SERVERINFO._serialized_start=2488
-  _SERVERINFO._serialized_end=2643
-  _REGISTERSHAREDMEMORYREQUEST._serialized_start=2646
-  _REGISTERSHAREDMEMORYREQUEST._serialized_end=2778
-  _SHAREDMEMORYINFO._serialized_start=2781
-  _SHAREDMEMORYINFO._serialized_end=2926
-  _UNREGISTERSHAREDMEMORYREQUEST._serialized_start=2928
-  _UNREGISTERSHAREDMEMORYREQUEST._serialized_end=2973
-  _UNREGISTERSHAREDMEMORYRESPONSE._serialized_start=2975
-  _UNREGISTERSHAREDMEMORYRESPONSE._serialized_end=3007
-  _LISTSHAREDMEMORYREQUEST._serialized_start=3009
-  _LISTSHAREDMEMORYREQUEST._serialized_end=3034
-  _LISTSHAREDMEMORYRESPONSE._serialized_start=3036
-  _LISTSHAREDMEMORYRESPONSE._serialized_end=3106
-  _GEMMSERVICE._serialized_start=3322
-  _GEMMSERVICE._serialized_end=4110
+  _TIMING._serialized_end=1181
+  _ERROR._serialized_start=1183
+  _ERROR._serialized_end=1221
+  _GEMMRESPONSE._serialized_start=1224
+  _GEMMRESPONSE._serialized_end=1372
+  _GEMMREQUESTPACK._serialized_start=1374
+  _GEMMREQUESTPACK._serialized_end=1431
+  _GEMMRESPONSEPACK._serialized_start=1433
+  _GEMMRESPONSEPACK._serialized_end=1493
+  _MATRIXHEADER._serialized_start=1496
+  _MATRIXHEADER._serialized_end=1634
+  _REGISTERMATRIXCHUNK._serialized_start=1636
+  _REGISTERMATRIXCHUNK._serialized_end=1726
+  _MATRIXINFO._serialized_start=1729
+  _MATRIXINFO._serialized_end=1915
+  _RELEASEMATRIXREQUEST._serialized_start=1917
+  _RELEASEMATRIXREQUEST._serialized_end=1955
+  _RELEASEMATRIXRESPONSE._serialized_start=1957
+  _RELEASEMATRIXRESPONSE._serialized_end=1980
+  _LISTMATRICESREQUEST._serialized_start=1982
+  _LISTMATRICESREQUEST._serialized_end=2003
+  _LISTMATRICESRESPONSE._serialized_start=2005
+  _LISTMATRICESRESPONSE._serialized_end=2066
+  _GETSERVERINFOREQUEST._serialized_start=2068
+  _GETSERVERINFOREQUEST._serialized_end=2090
+  _DEVICEINFO._serialized_start=2093
+  _DEVICEINFO._serialized_end=2321
+  _KERNELINFO._serialized_start=2323
+  _KERNELINFO._serialized_end=2381
+  _LIMITS._serialized_start=2384
+  _LIMITS._serialized_end=2513
+  _SERVERINFO._serialized_start=2516
+  _SERVERINFO._serialized_end=2671
+  _REGISTERSHAREDMEMORYREQUEST._serialized_start=2674
+  _REGISTERSHAREDMEMORYREQUEST._serialized_end=2806
+  _SHAREDMEMORYINFO._serialized_start=2809
+  _SHAREDMEMORYINFO._serialized_end=2954
+  _UNREGISTERSHAREDMEMORYREQUEST._serialized_start=2956
+  _UNREGISTERSHAREDMEMORYREQUEST._serialized_end=3001
+  _UNREGISTERSHAREDMEMORYRESPONSE._serialized_start=3003
+  _UNREGISTERSHAREDMEMORYRESPONSE._serialized_end=3035
+  _LISTSHAREDMEMORYREQUEST._serialized_start=3037
+  _LISTSHAREDMEMORYREQUEST._serialized_end=3062
+  _LISTSHAREDMEMORYRESPONSE._serialized_start=3064
+  _LISTSHAREDMEMORYRESPONSE._serialized_end=3134
+  _GEMMSERVICE._serialized_start=3350
+  _GEMMSERVICE._serialized_end=4138
 # @@protoc_insertion_point(module_scope)
