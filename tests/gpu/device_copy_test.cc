@@ -12,18 +12,10 @@
 
 #include "absl/random/random.h"
 #include "gtest/gtest.h"
+#include "server/gpu/cuda_backend.h"
 
 namespace gemm::gpu {
 namespace {
-
-int DeviceCount() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
 
 // `copies` copies; the odd ones byte-wise (odd width and pitches), each with a few rows.
 void CheckCopies(int copies, absl::BitGen& gen) {
@@ -80,7 +72,7 @@ void CheckCopies(int copies, absl::BitGen& gen) {
 }
 
 TEST(DeviceCopyTest, EveryLaunchSizeCopiesExactlyTheRows) {
-  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   absl::BitGen gen;
   for (int copies : {1, 2, 3, 4, 5, 8, 9, 13, 16, 17, 31, 32, 33, 64, 70}) {
     SCOPED_TRACE(copies);
@@ -89,7 +81,7 @@ TEST(DeviceCopyTest, EveryLaunchSizeCopiesExactlyTheRows) {
 }
 
 TEST(DeviceCopyTest, NothingToCopyEnqueuesNothing) {
-  if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   EXPECT_TRUE(EnqueueDeviceCopies({}, nullptr).ok());
 }
 
