@@ -62,12 +62,15 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                .Register(r);
   queue_seconds_ =
       &BuildHistogramFamily(r, "gemm_queue_seconds", "Time a request waited in the batcher queue.");
-  copy_in_seconds_ =
-      &BuildHistogramFamily(r, "gemm_copy_in_seconds", "Time copying a request's inputs in.");
-  compute_seconds_ = &BuildHistogramFamily(r, "gemm_compute_seconds",
-                                           "Kernel time of the batch a request ran in.");
-  copy_out_seconds_ =
-      &BuildHistogramFamily(r, "gemm_copy_out_seconds", "Time copying a request's result out.");
+  copy_in_seconds_ = &BuildHistogramFamily(
+      r, "gemm_copy_in_seconds",
+      "Time copying a request's inputs in (batches whose GPU phases were timed).");
+  compute_seconds_ =
+      &BuildHistogramFamily(r, "gemm_compute_seconds",
+                            "Kernel time of the batch a request ran in (timed batches: every "
+                            "--gpu_timing_every-th per GPU).");
+  copy_out_seconds_ = &BuildHistogramFamily(r, "gemm_copy_out_seconds",
+                                            "Time copying a request's result out (timed batches).");
   total_seconds_ = &BuildHistogramFamily(r, "gemm_request_seconds",
                                          "Total time of a request from arrival to completion.");
   launch_seconds_ =
