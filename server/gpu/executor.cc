@@ -413,17 +413,9 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   Mark(Phase::kStreamLock, &mark);
   absl::Status st;
   u->timed = true;
-  // Only every gpu_timing_every-th unit records its timing events; the others take and record
-  // only the last one (which completion polls) and, for kernels on the compute stream, the two
-  // that order the streams.
-  u->sampled =
-      config_.gpu_timing_every <= 1 ||
-      timing_count_.fetch_add(1, std::memory_order_relaxed) % config_.gpu_timing_every == 0;
   // The fifth event (when the compute stream reached this unit) only for kernels on it.
-  const bool on_compute = u->kslot != u->slot;
-  for (int i = 0; i < (on_compute ? 5 : 4); ++i) {
-    const bool needed = u->sampled || i == 3 || (on_compute && (i == 1 || i == 2));
-    if (!needed) continue;
+  const int events = u->kslot != u->slot ? 5 : 4;
+  for (int i = 0; i < events; ++i) {
     auto ev = device_->GetEvent();
     if (!ev.ok()) {
       u->timed = false;
@@ -436,6 +428,11 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   if (!u->timed) u->kslot = u->slot;
   const cudaStream_t kstream = u->kslot->stream;
   const bool serial = kstream != stream;
+  // Only every gpu_timing_every-th unit records its timing events; the others only the last one,
+  // which completion polls.
+  u->sampled =
+      config_.gpu_timing_every <= 1 ||
+      timing_count_.fetch_add(1, std::memory_order_relaxed) % config_.gpu_timing_every == 0;
   auto record = [&](int i, cudaStream_t s) {
     if (u->timed && st.ok() && (u->sampled || i == 3)) {
       absl::Status rs = CudaStatus(cudaEventRecord(u->ev[i], s), "cudaEventRecord");
