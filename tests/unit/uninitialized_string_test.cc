@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -30,6 +31,21 @@ TEST(ResizeUninitialized, FillsAFreshStringToTheRequestedSize) {
   ASSERT_EQ(s.size(), 4096u);
   for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>(i);
   EXPECT_EQ(static_cast<unsigned char>(s[4095]), 4095 % 256);
+}
+
+// Every size from every starting size, across the small-string buffer and its first growth:
+// the result holds exactly the requested bytes (GCC 12's resize_and_overwrite hands its operation
+// the grown capacity, which an operation returning it would keep).
+TEST(ResizeUninitialized, HoldsExactlyTheRequestedSize) {
+  for (size_t from = 0; from <= 64; ++from) {
+    for (size_t n = 0; n <= 64; ++n) {
+      std::string s(from, 'p');
+      ResizeUninitialized(&s, n);
+      ASSERT_EQ(s.size(), n) << "from " << from;
+      EXPECT_EQ(s.data()[n], '\0');
+      EXPECT_EQ(s.substr(0, std::min(from, n)), std::string(std::min(from, n), 'p'));
+    }
+  }
 }
 
 }  // namespace
