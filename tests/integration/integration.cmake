@@ -20,3 +20,16 @@ gtest_discover_tests(integration_test DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT
 add_test(NAME cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli_test.sh $<TARGET_FILE:gemm_server>
                                $<TARGET_FILE:gemm_client>)
 set_tests_properties(cli_test PROPERTIES TIMEOUT 120)
+
+# The tiny-output sweep over every request path, shared with the CUDA backend's test (tests/gpu).
+add_library(gemm_test_output_sweep STATIC ${CMAKE_CURRENT_LIST_DIR}/output_size_sweep.cc
+                                          ${CMAKE_CURRENT_LIST_DIR}/test_util.cc)
+target_link_libraries(gemm_test_output_sweep PUBLIC gemm_test_server_process gemm_common
+                                                    GTest::gtest absl::random_random
+                                                    absl::synchronization)
+
+# One process and one server for all paths (the whole sweep takes seconds).
+add_executable(output_size_test ${CMAKE_CURRENT_LIST_DIR}/output_size_test.cc)
+target_link_libraries(output_size_test PRIVATE gemm_test_output_sweep GTest::gtest_main)
+add_test(NAME output_size_test COMMAND output_size_test)
+set_tests_properties(output_size_test PROPERTIES TIMEOUT 180)
