@@ -102,6 +102,7 @@ class OutputSizeSweepTest : public ::testing::Test {
   static void StartSuite(const std::string& backend);
   // Stops the server with SIGTERM (it must exit 0).
   static void TearDownTestSuite();
+  // Skips the test when its suite has no server (StartSuite failed or was not called).
   void SetUp() override;
 
   static ServerProcess* server_;
