@@ -4,6 +4,7 @@
 #include "server/core/limits.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
