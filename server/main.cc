@@ -50,16 +50,31 @@ ABSL_FLAG(int32_t, max_connection_age_s, 0,
 ABSL_FLAG(std::vector<std::string>, grpc_arg, {},
           "Extra gRPC server arguments, name=value[,name=value...] (integers where the value is "
           "one), e.g. grpc.http2.max_frame_size=1048576: transport tuning.");
-ABSL_FLAG(int64_t, max_dim, 65536, "Largest M, N or K accepted.");
-ABSL_FLAG(int64_t, max_request_bytes, int64_t{1} << 30, "Largest operand payload of a request.");
-ABSL_FLAG(int64_t, max_message_bytes, (int64_t{1} << 30) + (int64_t{16} << 20),
-          "gRPC max send/receive message size (bytes).");
-ABSL_FLAG(int64_t, max_problems, 1024, "Largest batch count or group size.");
-ABSL_FLAG(int64_t, max_resident_bytes, int64_t{64} << 30, "Cap on resident matrix bytes.");
-ABSL_FLAG(int64_t, max_shared_memory_bytes, int64_t{64} << 30,
+ABSL_FLAG(int64_t, max_dim, gemm::core::Limits{}.max_dim,
+          "Largest M, N or K accepted (at most 2147483647).");
+ABSL_FLAG(int64_t, max_request_bytes, gemm::core::Limits{}.max_request_bytes,
+          "Largest operand payload of a request (bytes; lowered to --max_in_flight_bytes).");
+ABSL_FLAG(int64_t, max_message_bytes, gemm::core::Limits{}.max_message_bytes,
+          "gRPC max send/receive message size (bytes, 4 MiB to 2147483647).");
+ABSL_FLAG(int64_t, max_problems, gemm::core::Limits{}.max_problems,
+          "Largest batch count or group size.");
+ABSL_FLAG(int64_t, max_resident_bytes, gemm::core::Limits{}.max_resident_bytes,
+          "Cap on resident matrix bytes (bytes; with the cpu backend, which keeps them in host "
+          "memory, lowered to 25% of host memory).");
+ABSL_FLAG(int64_t, max_shared_memory_bytes, gemm::core::Limits{}.max_shared_memory_bytes,
           "Cap on bytes of registered client shared-memory regions; 0 turns them off.");
-ABSL_FLAG(std::string, shared_memory_key_prefix, "/gemm",
+ABSL_FLAG(std::string, shared_memory_key_prefix, gemm::core::Limits{}.shared_memory_key_prefix,
           "Clients may only register POSIX shared-memory objects whose names start with this.");
+
+// Memory requests may hold (see server/core/limits.h).
+ABSL_FLAG(int64_t, max_response_bytes, gemm::core::Limits{}.max_response_bytes,
+          "Largest output payload of one response (bytes; outputs written to shared memory "
+          "excluded; lowered to --max_in_flight_bytes).");
+ABSL_FLAG(int64_t, max_in_flight_bytes, gemm::core::Limits{}.max_in_flight_bytes,
+          "Bytes the server holds at once for requests accepted and not yet answered: operands "
+          "in request messages plus responses; a request that does not fit gets "
+          "RESOURCE_EXHAUSTED (bytes; 0: 25% of the host's memory, physical RAM or the cgroup "
+          "limit if smaller; at most 50% of it).");
 ABSL_FLAG(int64_t, max_queue_delay_us, 50,
           "Longest a request waits to be coalesced while its GPU is busy (us).");
 ABSL_FLAG(int64_t, max_batch_rows, 4096, "Most rows (sum of M) in one coalesced GEMM.");
@@ -187,6 +202,8 @@ Options OptionsFromFlags() {
   l.max_resident_bytes = absl::GetFlag(FLAGS_max_resident_bytes);
   l.max_shared_memory_bytes = absl::GetFlag(FLAGS_max_shared_memory_bytes);
   l.shared_memory_key_prefix = absl::GetFlag(FLAGS_shared_memory_key_prefix);
+  l.max_response_bytes = absl::GetFlag(FLAGS_max_response_bytes);
+  l.max_in_flight_bytes = absl::GetFlag(FLAGS_max_in_flight_bytes);
   auto& b = o.engine.batcher;
   b.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
   b.max_batch_rows = absl::GetFlag(FLAGS_max_batch_rows);
@@ -236,6 +253,20 @@ absl::StatusOr<std::unique_ptr<gemm::core::Backend>> MakeBackend(const Options& 
   return gemm::cpu::CreateCpuBackend({.workers = o.cpu_workers});
 }
 
+// Logs the limits in force and how those derived from the host's memory came about.
+void LogLimits(const gemm::core::GemmEngine& engine) {
+  using gemm::core::FormatBytes;
+  for (const std::string& note : engine.limit_notes()) GEMM_LOG(INFO) << note;
+  const gemm::core::Limits& l = engine.limits();
+  GEMM_LOG(INFO) << "limits: in flight " << FormatBytes(l.max_in_flight_bytes) << ", request "
+                 << FormatBytes(l.max_request_bytes) << ", response "
+                 << FormatBytes(l.max_response_bytes) << ", message "
+                 << FormatBytes(l.max_message_bytes) << ", resident "
+                 << FormatBytes(l.max_resident_bytes) << ", shared memory "
+                 << FormatBytes(l.max_shared_memory_bytes) << ", dim " << l.max_dim << ", problems "
+                 << l.max_problems;
+}
+
 int Run(const Options& o) {
   // Block the termination signals in every thread; one waits for them below.
   sigset_t signals;
@@ -270,6 +301,7 @@ int Run(const Options& o) {
     GEMM_LOG(ERROR) << "engine: " << engine.status();
     return 1;
   }
+  LogLimits(**engine);
   gemm::core::Metrics* m = metrics->get();
   gemm::service::GemmServiceImpl service(
       engine->get(), GEMM_VERSION,
@@ -284,8 +316,10 @@ int Run(const Options& o) {
   const std::string address = absl::StrCat(o.host, ":", o.port);
   int bound_port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
-  builder.SetMaxReceiveMessageSize(static_cast<int>(o.engine.limits.max_message_bytes));
-  builder.SetMaxSendMessageSize(static_cast<int>(o.engine.limits.max_message_bytes));
+  // NOTE: the engine's limits are resolved: max_message_bytes fits an int.
+  const int max_message_bytes = static_cast<int>((*engine)->limits().max_message_bytes);
+  builder.SetMaxReceiveMessageSize(max_message_bytes);
+  builder.SetMaxSendMessageSize(max_message_bytes);
   if (const int age = absl::GetFlag(FLAGS_max_connection_age_s); age > 0) {
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, age * 1000);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,

@@ -51,6 +51,7 @@ class ResidentMatrix {
   };
   virtual ~ResidentMatrix() = default;
   const Desc& desc() const { return desc_; }
+  // rows*cols*2; the registry admits rows and cols of at most kMaxDimLimit, so it fits.
   int64_t bytes() const { return desc_.rows * desc_.cols * 2; }
   int64_t k() const { return desc_.layout == BLayout::kKN ? desc_.rows : desc_.cols; }
   int64_t n() const { return desc_.layout == BLayout::kKN ? desc_.cols : desc_.rows; }

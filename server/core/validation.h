@@ -1,19 +1,46 @@
-// Validation of a domain GemmRequest against the server's limits and resident matrices. Every
-// failure is an absl::Status (INVALID_ARGUMENT, NOT_FOUND, RESOURCE_EXHAUSTED) whose message names
-// the offending wire field, e.g. "group.problems[2].a: has 10 bytes, expected M*K*2 = 12".
+// Validation of a domain GemmRequest against the server's limits and resident matrices, and of
+// the devices a matrix is asked to live on. Every failure is an absl::Status (INVALID_ARGUMENT,
+// NOT_FOUND, RESOURCE_EXHAUSTED) whose message names the offending wire field, e.g.
+// "group.problems[2].a: has 10 bytes, expected M*K*2 = 12". All size arithmetic is
+// overflow-checked, whatever the limits.
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "server/core/limits.h"
 #include "server/core/matrix_registry.h"
 #include "server/core/types.h"
 
 namespace gemm::core {
 
+// The byte sizes of a valid request.
+struct RequestBytes {
+  // A, B and C bytes wherever they live (what --max_request_bytes bounds; resident B excluded).
+  int64_t operands = 0;
+  // Of those, the bytes carried in the request message.
+  int64_t in_message = 0;
+  // D bytes the response carries (outputs written to shared memory excluded).
+  int64_t response = 0;
+  // What the server holds in its memory for the request until it is answered.
+  int64_t held() const { return in_message + response; }
+};
+
 // Checks `request` and resolves each `b_handle` into `b_resident` (so the matrix stays alive for
-// the request even if released meanwhile). Does not look at the deadline.
-absl::Status ValidateRequest(const Limits& limits, const MatrixRegistry& registry,
-                             GemmRequest* request);
+// the request even if released meanwhile); returns its sizes. Does not look at the deadline.
+absl::StatusOr<RequestBytes> ValidateRequest(const Limits& limits, const MatrixRegistry& registry,
+                                             GemmRequest* request);
+
+// Checks the amount of work a request of `kind` asks for before it is converted: the number of
+// problems of a group, or the count of a batch, against --max_problems (a single problem: OK).
+absl::Status CheckWorkCount(const Limits& limits, WorkKind kind, int64_t count);
+
+// Checks the devices a matrix is asked to live on (wire field header.devices): each must be one
+// of `available` (the backend's devices), listed once. Empty means the backend's choice.
+absl::Status CheckMatrixDevices(const std::vector<int>& devices, const std::vector<int>& available);
 
 // Wire-field prefix of problem `index` of a request of `kind`: "problem", "batch.problem" or
 // "group.problems[3]".

@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/thread_name.h"
+#include "server/core/validation.h"
 #include "server/cpu/cpu_gemm.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -113,6 +114,7 @@ class CpuBackend final : public core::Backend {
 
   absl::StatusOr<std::unique_ptr<core::MatrixUpload>> BeginUpload(
       core::ResidentMatrix::Desc desc) override {
+    if (auto s = core::CheckMatrixDevices(desc.devices, Devices()); !s.ok()) return s;
     desc.devices = {-1};
     return std::make_unique<CpuUpload>(std::move(desc));
   }

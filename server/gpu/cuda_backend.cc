@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "gemm/kernel.h"
+#include "server/core/validation.h"
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/device_context.h"
 #include "server/gpu/executor.h"
@@ -109,6 +110,7 @@ class CudaBackend final : public core::Backend {
 
   absl::StatusOr<std::unique_ptr<core::MatrixUpload>> BeginUpload(
       core::ResidentMatrix::Desc desc) override {
+    if (auto s = core::CheckMatrixDevices(desc.devices, Devices()); !s.ok()) return s;
     std::vector<std::shared_ptr<DeviceContext>> targets;
     const bool explicit_devices =
         !desc.devices.empty() &&

@@ -1,7 +1,10 @@
 // Proto <-> domain conversion.
 #include "server/grpc/convert.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
+#include "server/core/client_string.h"
 #include "server/core/validation.h"
 
 namespace gemm::service {
@@ -52,9 +55,9 @@ absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field
   if (r->on_device) {
     if (*device >= 0 && *device != r->device) {
       return absl::InvalidArgumentError(
-          absl::StrCat(field, ": region '", ref.region(), "' is GPU memory of device ", r->device,
-                       ", another operand's of device ", *device,
-                       " (a problem's operands in GPU memory must share one GPU)"));
+          absl::StrCat(field, ": region ", core::QuoteClientString(ref.region()),
+                       " is GPU memory of device ", r->device, ", another operand's of device ",
+                       *device, " (a problem's operands in GPU memory must share one GPU)"));
     }
     *device = r->device;
   }
@@ -142,11 +145,28 @@ void DurationsToProto(const core::Timing& t, v1::Timing* p) {
   p->set_gpu_timing_skipped(t.gpu_timing_skipped);
 }
 
+// The kind of work `proto` asks for and how much (problems of a group, count of a batch).
+std::pair<core::WorkKind, int64_t> WorkOf(const v1::GemmRequest& proto) {
+  switch (proto.work_case()) {
+    case v1::GemmRequest::kBatch:
+      return {core::WorkKind::kBatch, proto.batch().count()};
+    case v1::GemmRequest::kGroup:
+      return {core::WorkKind::kGroup, proto.group().problems_size()};
+    default:
+      return {core::WorkKind::kSingle, 1};
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::Time arrival,
-                                            absl::Time rpc_deadline,
+                                            absl::Time rpc_deadline, const core::Limits& limits,
                                             const core::SharedMemoryRegistry& shm) {
+  // NOTE: before anything is converted: a group's domain problems cost memory per entry.
+  if (proto.work_case() != v1::GemmRequest::WORK_NOT_SET) {
+    const auto [kind, count] = WorkOf(proto);
+    if (auto s = core::CheckWorkCount(limits, kind, count); !s.ok()) return s;
+  }
   core::GemmRequest r;
   r.request_id = proto.request_id();
   r.kernel = proto.kernel();

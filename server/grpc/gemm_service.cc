@@ -40,7 +40,8 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
                                                 v1::GemmResponse* response) {
   auto* reactor = context->DefaultReactor();
   const absl::Time arrival = absl::Now();
-  auto domain = FromProto(*request, arrival, RpcDeadline(context), engine_->shared_memory());
+  auto domain = FromProto(*request, arrival, RpcDeadline(context), engine_->limits(),
+                          engine_->shared_memory());
   if (!domain.ok()) {
     Observe("Gemm", domain.status().code(), nullptr);
     reactor->Finish(ToGrpcStatus(domain.status()));
@@ -197,8 +198,8 @@ class GemmServiceImpl::StreamReactor final
   std::shared_ptr<core::WorkItem> MakeItem(std::shared_ptr<v1::GemmRequest> request) {
     const absl::Time arrival = absl::Now();
     const std::string id = request->request_id();
-    auto domain =
-        FromProto(*request, arrival, RpcDeadline(context_), service_->engine_->shared_memory());
+    auto domain = FromProto(*request, arrival, RpcDeadline(context_), service_->engine_->limits(),
+                            service_->engine_->shared_memory());
     if (!domain.ok()) {
       Complete(id, domain.status());
       return nullptr;

@@ -1,5 +1,6 @@
-// Integration: every kind of bad input gets the right status and a message naming the field,
-// and the server keeps serving correct results afterwards.
+// Integration: every kind of bad input gets the right status and a message naming the field
+// (kept short however large the client strings it quotes), and the server keeps serving correct
+// results afterwards.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -235,6 +236,75 @@ TEST_F(BadInputTest, ResidentShapeMismatchNamesHandle) {
   ExpectGemmError([&](v1::GemmRequest* r) { r->mutable_problem()->set_b_handle(handle); }, kInvalid,
                   "problem.b_handle");  // problem is 8x8x8, matrix is K=16
   EXPECT_TRUE(server_->client().ReleaseMatrix(handle).ok());
+}
+
+// Most bytes of a status message the server sends (server/grpc/status_util.h).
+constexpr size_t kMaxStatusMessageBytes = 2048;
+
+TEST_F(BadInputTest, MatrixOnADeviceTheServerLacksIsInvalid) {
+  auto before = server_->client().ListMatrices();
+  ASSERT_TRUE(before.ok());
+  v1::MatrixHeader h;
+  h.set_rows(4);
+  h.set_cols(4);
+  h.add_devices(77);
+  auto info = server_->client().RegisterMatrix(h, std::string(32, '\x3f'));
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kInvalidArgument) << info.status();
+  EXPECT_NE(info.status().message().find("header.devices[0]"), std::string::npos) << info.status();
+  auto after = server_->client().ListMatrices();
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->size(), before->size());  // nothing was published
+}
+
+TEST_F(BadInputTest, HugeClientStringsDoNotSwellErrorMessages) {
+  const std::string huge(4 << 20, 'x');
+  HostProblem p = RandomProblem(8, 8, 8, false, false, 1, 0, gen_);
+  v1::GemmRequest req;
+  FillProto(p, req.mutable_problem());
+  req.set_kernel(huge);
+  auto resp = server_->client().Gemm(req, absl::Seconds(30));
+  ASSERT_FALSE(resp.ok());
+  EXPECT_EQ(resp.status().code(), absl::StatusCode::kInvalidArgument) << resp.status().code();
+  EXPECT_LE(resp.status().message().size(), kMaxStatusMessageBytes);
+  EXPECT_EQ(resp.status().message().rfind("kernel: 'xxx", 0), 0u)
+      << resp.status().message().substr(0, 80);
+
+  req.set_kernel("");
+  req.mutable_problem()->set_b_handle(huge);
+  resp = server_->client().Gemm(req, absl::Seconds(30));
+  ASSERT_FALSE(resp.ok());
+  EXPECT_EQ(resp.status().code(), absl::StatusCode::kNotFound) << resp.status().code();
+  EXPECT_LE(resp.status().message().size(), kMaxStatusMessageBytes);
+
+  // Whatever component quotes it (here the key check, which echoes the key whole), the message
+  // a client gets is capped and keeps its code.
+  auto shm = server_->client().RegisterSharedMemory("r", "/gemm" + huge, 0, 64);
+  ASSERT_FALSE(shm.ok());
+  EXPECT_EQ(shm.status().code(), absl::StatusCode::kInvalidArgument) << shm.status().code();
+  EXPECT_LE(shm.status().message().size(), kMaxStatusMessageBytes);
+  EXPECT_EQ(shm.status().message().rfind("key: ", 0), 0u) << shm.status().message().substr(0, 80);
+}
+
+TEST_F(BadInputTest, GroupOverTheLimitIsRefusedBeforeConversion) {
+  v1::GemmRequest req;
+  for (int i = 0; i < 17; ++i) {
+    v1::Problem* p = req.mutable_group()->add_problems();
+    p->set_output_dtype(static_cast<v1::DType>(9));  // conversion would refuse each
+  }
+  auto resp = server_->client().Gemm(req, absl::Seconds(30));
+  ASSERT_FALSE(resp.ok());
+  EXPECT_EQ(resp.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(resp.status().message().find("group.problems: has 17 entries"), std::string::npos)
+      << resp.status();
+
+  // A million empty problems (a 2 MB message) meet the same answer.
+  req.Clear();
+  for (int i = 0; i < 1'000'000; ++i) req.mutable_group()->add_problems();
+  resp = server_->client().Gemm(req, absl::Seconds(60));
+  ASSERT_FALSE(resp.ok());
+  EXPECT_NE(resp.status().message().find("group.problems: has 1000000 entries"), std::string::npos)
+      << resp.status();
 }
 
 }  // namespace

@@ -2,7 +2,11 @@
 #include "server/core/validation.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
+#include <limits>
+
+#include "server/core/client_string.h"
 #include "server/cpu/cpu_backend.h"
 
 namespace gemm::core {
@@ -24,7 +28,7 @@ class ValidationTest : public ::testing::Test {
     return r;
   }
 
-  absl::Status Check(GemmRequest r) { return ValidateRequest(limits_, registry_, &r); }
+  absl::Status Check(GemmRequest r) { return ValidateRequest(limits_, registry_, &r).status(); }
 
   std::unique_ptr<Backend> backend_;
   MatrixRegistry registry_;
@@ -141,6 +145,106 @@ TEST_F(ValidationTest, GroupErrorsNameTheIndex) {
   r.problems.push_back({.m = 3, .n = 4, .k = 5, .a = a_, .b = b_});
   r.problems.push_back({.m = 3, .n = 4, .k = 0, .a = a_, .b = b_});
   ExpectError(Check(r), absl::StatusCode::kInvalidArgument, "group.problems[1].k");
+}
+
+// With --max_dim past ~3.04e9 the products of dimensions used to wrap around: m=n=k=2^32 made
+// every operand size 0 (empty operands accepted, an empty answer), and m=n=k=1125891317039105
+// made A's size 512 KiB. Whatever the limits, such sizes are refused.
+TEST_F(ValidationTest, DimensionProductsThatOverflowAreRefused) {
+  limits_.max_dim = std::numeric_limits<int64_t>::max();
+  const int64_t big = int64_t{1} << 32;
+  GemmRequest empty;
+  empty.problems.push_back({.m = big, .n = big, .k = big, .a = {}, .b = {}});
+  ExpectError(Check(empty), absl::StatusCode::kResourceExhausted, "problem.a: count*M*K*2");
+
+  const int64_t wrap = 1125891317039105;
+  a_.assign(512 << 10, '\x3f');
+  b_.assign(512 << 10, '\x3f');
+  GemmRequest r;
+  r.problems.push_back({.m = wrap, .n = wrap, .k = wrap, .a = a_, .b = b_});
+  ExpectError(Check(r), absl::StatusCode::kResourceExhausted, "overflow");
+
+  // A batch whose count overflows an entry's size that fits.
+  limits_.max_problems = std::numeric_limits<int64_t>::max();
+  GemmRequest batch;
+  batch.kind = WorkKind::kBatch;
+  batch.problems.push_back(
+      {.m = int64_t{1} << 20, .n = 1, .k = int64_t{1} << 20, .count = int64_t{1} << 22});
+  ExpectError(Check(batch), absl::StatusCode::kResourceExhausted, "overflow");
+}
+
+// Responses of a group add up past 2^63 without wrapping.
+TEST_F(ValidationTest, ResponseTotalsDoNotWrap) {
+  limits_.max_dim = std::numeric_limits<int32_t>::max();
+  limits_.max_request_bytes = std::numeric_limits<int64_t>::max();
+  limits_.max_response_bytes = std::numeric_limits<int64_t>::max();
+  limits_.max_message_bytes = std::numeric_limits<int64_t>::max();
+  const int64_t m = int64_t{1} << 30, n = int64_t{1} << 30;  // one FP32 output: 2^62 bytes
+  // A and B (k = 1) of 2 GiB each: reserved address space, never touched (validation only
+  // compares sizes).
+  const size_t operand = size_t{2} << 30;
+  void* mem = mmap(nullptr, operand, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  const absl::string_view ab(static_cast<const char*>(mem), operand);
+  GemmRequest r;
+  r.kind = WorkKind::kGroup;
+  for (int i = 0; i < 3; ++i) {
+    r.problems.push_back({.m = m, .n = n, .k = 1, .a = ab, .b = ab, .out_dtype = DType::kFP32});
+  }
+  ExpectError(Check(r), absl::StatusCode::kResourceExhausted,
+              "response outputs are at least 2^63 bytes (through group.problems[1])");
+  munmap(mem, operand);
+}
+
+TEST_F(ValidationTest, ResponseOverItsLimitIsResourceExhausted) {
+  limits_.max_response_bytes = 4096;
+  // 64 bytes of operands asking for a 16 KiB FP32 response.
+  auto r = Single(64, 64, 1);
+  r.problems[0].out_dtype = DType::kFP32;
+  ExpectError(Check(r), absl::StatusCode::kResourceExhausted, "--max_response_bytes");
+  // Written to shared memory instead, the output does not count.
+  std::string d(64 * 64 * 4, '\0');
+  r.problems[0].d_dest = absl::MakeSpan(d);
+  auto bytes = ValidateRequest(limits_, registry_, &r);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(bytes->response, 0);
+}
+
+TEST_F(ValidationTest, ReportsTheBytesARequestHolds) {
+  auto r = Single(3, 4, 5);
+  r.problems[0].out_dtype = DType::kFP32;
+  auto bytes = ValidateRequest(limits_, registry_, &r);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(bytes->operands, 3 * 5 * 2 + 5 * 4 * 2);
+  EXPECT_EQ(bytes->in_message, bytes->operands);
+  EXPECT_EQ(bytes->response, 3 * 4 * 4);
+  EXPECT_EQ(bytes->held(), bytes->in_message + bytes->response);
+}
+
+TEST_F(ValidationTest, ClientStringsInMessagesAreCut) {
+  auto r = Single(3, 4, 5);
+  r.problems[0].b = {};
+  r.problems[0].b_handle = std::string(5'000'000, 'h');
+  const absl::Status s = Check(r);
+  ExpectError(s, absl::StatusCode::kNotFound, "problem.b_handle");
+  EXPECT_LT(s.message().size(), 512u) << s.message().substr(0, 200);
+  EXPECT_NE(s.message().find("(5000000 bytes)"), std::string::npos);
+}
+
+// The CPU backend has one device, the host (-1): a matrix asked to live on GPU 77 is refused.
+TEST_F(ValidationTest, MatrixDevicesMustBeTheBackends) {
+  auto bad = registry_.Begin({.name = "w", .rows = 4, .cols = 4, .devices = {77}}, 1000);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("header.devices[0]: 77"), std::string::npos)
+      << bad.status();
+  EXPECT_EQ(registry_.resident_bytes(), 0);
+  EXPECT_TRUE(registry_.Begin({.name = "w", .rows = 4, .cols = 4, .devices = {-1}}, 1000).ok());
+  EXPECT_TRUE(registry_.Begin({.name = "w", .rows = 4, .cols = 4}, 1000).ok());
+  ExpectError(CheckMatrixDevices({0, 1, 0}, {0, 1}), absl::StatusCode::kInvalidArgument,
+              "header.devices[2]: device 0 is listed twice");
+  ExpectError(CheckMatrixDevices({-1}, {0, 1}), absl::StatusCode::kInvalidArgument,
+              "header.devices[0]: -1 is not a device of this server (devices: 0, 1)");
 }
 
 }  // namespace
