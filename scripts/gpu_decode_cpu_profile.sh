@@ -16,10 +16,7 @@ export LD_PRELOAD=${PRELOAD:-}
 gemm_server --backend=cuda --host=127.0.0.1 --port=50400 --metrics_port=0 --self_test=false \
   --max_queue_delay_us=25 ${SERVER_FLAGS:-} >"$OUT/server.log" 2>&1 &
 pid=$!
-for _ in $(seq 300); do
-  gemm_client --target=127.0.0.1:50400 info >/dev/null 2>&1 && break
-  sleep 0.2
-done
+wait_for_server 50400
 gemm_loadgen --target=127.0.0.1:50400 --warmup_s=1 --window_s=2 --max_windows=4 \
   --stable_windows=4 --progress=off --shm --b=resident --b_layout=nk --concurrency=64 \
   --channels=8 ${RPC_FLAGS:---rpc=stream --streams_per_channel=8} --shapes=16x8192x8192 \

@@ -15,10 +15,7 @@ for d in ${DELAYS:-0 25 50 100 200}; do
   CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 --port=50400 \
     --metrics_port=0 --self_test=false --max_queue_delay_us="$d" >"$OUT/server-delay-$d.log" 2>&1 &
   pid=$!
-  for _ in $(seq 300); do
-    gemm_client --target=127.0.0.1:50400 info >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  wait_for_server 50400
   timeout 300 gemm_loadgen --target=127.0.0.1:50400 --warmup_s=1 --window_s=2 --max_windows=3 \
     --progress=off --shm --b=resident --b_layout=nk --channels=8 --rpc=packed \
     --streams_per_channel=1 --shapes=16x8192x8192 --verify_fraction=0.01 \

@@ -11,7 +11,7 @@ log=$OUT/server-metrics.log
 gemm_server --backend=cuda --host=127.0.0.1 --port=$port --metrics_port=$mport >"$log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null' EXIT
-for _ in $(seq 300); do gemm_client --target=127.0.0.1:$port info >/dev/null 2>&1 && break; sleep 0.2; done
+wait_for_server "$port" || { cat "$log"; exit 1; }
 gemm_client --target=127.0.0.1:$port gemm --m=64 --n=256 --k=512 --verify || exit 1
 body=$(python3 -c "import urllib.request,sys; print(urllib.request.urlopen('http://127.0.0.1:$mport/metrics', timeout=5).read().decode())") || {
   echo "metrics: scrape failed"; cat "$log"; exit 1; }

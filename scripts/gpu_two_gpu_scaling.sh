@@ -27,10 +27,7 @@ run_point() {  # run_point NAME DEVICES LOADGEN_FLAGS...
   CUDA_VISIBLE_DEVICES=$devices gemm_server --backend=cuda --host=127.0.0.1 --port=$port \
     --metrics_port=0 --replicate_resident ${SERVER_FLAGS:-} >"$OUT/server-$name.log" 2>&1 &
   pid=$!
-  for _ in $(seq 300); do
-    gemm_client --target=127.0.0.1:$port info >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  wait_for_server $port
   timeout 300 gemm_loadgen --target=127.0.0.1:$port --warmup_s=1 --window_s=2 --max_windows=4 \
     --progress=off --json="$OUT/$name.json" "$@" >"$OUT/$name.txt" 2>&1
   kill -TERM $pid
