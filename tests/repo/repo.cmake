@@ -1,6 +1,6 @@
 # Repository checks:
-#   repo.process_words    no tracked text talks about how the work was done (sittings, issue
-#                         numbers, people or tools, experiment dates, commit hashes)
+#   repo.process_words    no tracked text talks about how the work was done (the rules are
+#                         listed in process_words_test.sh)
 #   repo.readme_commands  every runnable command block of README.md passes against this build
 #                         on the CPU backend
 # Both exit 77 (reported as skipped) where there is nothing to check: no git checkout (a
