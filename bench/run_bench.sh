@@ -1,30 +1,33 @@
 #!/usr/bin/env bash
-# Runs gemm_bench over every shape set on a GPU machine and writes, per run:
-#   <out>/<gpu>-<date>.jsonl   one JSON object per line (a "copy" line per set, then the rows)
-#   <out>/<gpu>-<date>.log     the human-readable tables and summaries
-# Use (from the repository root):
+# Kernel figures of docs/PERF.md: runs gemm_bench over every shape set (decode, large, batched,
+# grouped, moe; both B layouts, every row checked against cuBLASLt) on GPU 0 and writes
+#   $RESULTS_DIR/<gpu>.jsonl   one JSON object per line ("copy" lines with the device's copy and
+#                              read bandwidth, then one line per row); replaced on every run
+#   $OUT/<gpu>.log             the human-readable tables and the GPU's clocks
+# Use (from anywhere in the tree, on a GPU machine):
 #   bench/run_bench.sh [path/to/gemm_bench] [extra gemm_bench flags...]
-# Default binary: build/bench/gemm_bench. <out>: $OUT when set (the lent GPU machine's return
-# folder), else bench/results. Each set runs in its own process under a time limit, so one
-# failing set cannot take the others down; every process measures the copy bandwidth itself.
+# Default binary: gemm_bench on PATH, else build/bench/gemm_bench. RESULTS_DIR defaults to
+# bench/results, OUT to /tmp/gemm-run_bench (scripts/lib/gpu_env.sh). Each set runs in its own
+# process under a time limit, so one failing set cannot take the others down; every process
+# measures the copy bandwidth itself. Tables: bench/perf_table.py $RESULTS_DIR/<gpu>.jsonl
 set -uo pipefail
-bin=${1:-build/bench/gemm_bench}
+# shellcheck source=../scripts/lib/gpu_env.sh
+source "$(dirname "$0")/../scripts/lib/gpu_env.sh"
+bin=${1:-$(command -v gemm_bench || echo build/bench/gemm_bench)}
 shift || true
-out=${OUT:-bench/results}
-mkdir -p "$out"
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr -cs 'A-Za-z0-9' '-' |
-      sed 's/-$//' | tr 'A-Z' 'a-z')
-name="$out/${gpu}-$(date -u +%Y-%m-%d)"
-: > "$name.jsonl"
-: > "$name.log"
+jsonl=$RESULTS_DIR/$GPU_SLUG.jsonl
+log=$OUT/$GPU_SLUG.log
+tmp=$(mktemp)
+: >"$log"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu \
-  --format=csv >> "$name.log"
+  --format=csv >>"$log"
 status=0
 for set in decode large batched grouped moe; do
-  echo "## gemm_bench --set $set --layout both --check --json $*" >> "$name.log"
-  timeout 240 "$bin" --set "$set" --layout both --check --json "$@" >> "$name.jsonl" \
-    2>> "$name.log" || { rc=$?; status=1; echo "## set $set exited with $rc" >> "$name.log"; }
+  echo "## gemm_bench --set $set --layout both --check --json $*" >>"$log"
+  timeout 240 "$bin" --set "$set" --layout both --check --json "$@" >>"$tmp" 2>>"$log" ||
+    { rc=$?; status=1; echo "## set $set exited with $rc" >>"$log"; }
 done
-grep -E "geomean|exited|device" "$name.log"
-echo "results: $name.jsonl, $name.log (exit $status)"
+mv "$tmp" "$jsonl"
+grep -E "geomean|exited|device" "$log"
+echo "results: $jsonl; log: $log (exit $status)"
 exit "$status"

@@ -1,27 +1,22 @@
 #!/usr/bin/env bash
 # Where the host CPU goes under the decode load (resident 8192x8192 [N,K], M=16, 64 callers,
-# GemmStream, --shm, 8 channels; --max_queue_delay_us=25), run ON THE GPU MACHINE from a device
-# bundle with gemm_server, gemm_client, gemm_loadgen and (optionally) perf on PATH:
-#   ../shared/tools/device-bundle.sh .device-bundle build/server/gemm_server \
-#       build/client/gemm_client build/client/loadgen/gemm_loadgen /usr/bin/perf
+# GemmStream, --shm, 8 channels; --max_queue_delay_us=25), on a GPU machine with the binaries
+# built (scripts/lib/gpu_env.sh) and, optionally, perf installed.
 # Prints per-thread-name CPU of the server and of the load generator over 2 s of the steady
 # load, then (if perf runs here) a 2 s perf profile of the server by thread and library.
 # Server flags: SERVER_FLAGS. The RPC: RPC_FLAGS (default "--rpc=stream --streams_per_channel=8";
-# e.g. "--rpc=packed --streams_per_channel=1"). Allocator experiments: PRELOAD=/path/libjemalloc.so.2 goes into
-# LD_PRELOAD of both processes. Reports under $OUT (default /tmp/gemm-decode-cpu).
+# e.g. "--rpc=packed --streams_per_channel=1"). PRELOAD=/path/to/an/allocator.so goes into
+# LD_PRELOAD of both processes. Reports under $OUT (default /tmp/gemm-gpu_decode_cpu_profile).
 set -uo pipefail
-OUT=${OUT:-/tmp/gemm-decode-cpu}
-mkdir -p "$OUT"
+# shellcheck source=lib/gpu_env.sh
+source "$(dirname "$0")/lib/gpu_env.sh"
 # shellcheck source=lib/thread_cpu.sh
 source "$(dirname "$0")/lib/thread_cpu.sh"
 export LD_PRELOAD=${PRELOAD:-}
 gemm_server --backend=cuda --host=127.0.0.1 --port=50400 --metrics_port=0 --self_test=false \
   --max_queue_delay_us=25 ${SERVER_FLAGS:-} >"$OUT/server.log" 2>&1 &
 pid=$!
-for _ in $(seq 300); do
-  gemm_client --target=127.0.0.1:50400 info >/dev/null 2>&1 && break
-  sleep 0.2
-done
+wait_for_server 50400
 gemm_loadgen --target=127.0.0.1:50400 --warmup_s=1 --window_s=2 --max_windows=4 \
   --stable_windows=4 --progress=off --shm --b=resident --b_layout=nk --concurrency=64 \
   --channels=8 ${RPC_FLAGS:---rpc=stream --streams_per_channel=8} --shapes=16x8192x8192 \

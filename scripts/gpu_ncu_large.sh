@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Profiles our SM90 kernel next to cuBLAS's on the shapes where the large and batched sets trail
 # most (kernel names, grid, registers, shared memory, duration, clocks, tensor-pipe activity,
-# DRAM / L2 / shared-memory traffic). Runs on the GPU machine with a gemm_bench on PATH; writes
-# $OUT/ncu-{large,batched}.csv (ncu's CSV) and $OUT/ncu-large.log.
+# DRAM / L2 / shared-memory traffic). Runs on a GPU machine with gemm_bench built and Nsight
+# Compute (ncu) installed; writes $OUT/ncu-{large,batched}.csv (ncu's CSV) and $OUT/ncu-large.log.
 #   scripts/gpu_ncu_large.sh ["M N K batch" ...]
 set -uo pipefail
-out=${OUT:?set OUT}
+# shellcheck source=lib/gpu_env.sh
+source "$(dirname "$0")/lib/gpu_env.sh"
+out=$OUT
 dir=$(mktemp -d)
 if [ $# -gt 0 ]; then printf '%s\n' "$@" > "$dir/large.txt"; else
   printf '%s\n' "2048 2048 2048 1" "4096 4096 4096 1" "8192 8192 8192 1" "512 28672 8192 1" \

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# compute-sanitizer memcheck and racecheck over our kernels (issue #3) and, when engine_gpu_tests
-# is on PATH too, over the serving engine's GPU work (issue #4; with engine_gpu_service_tests and
-# gemm_server, the CUDA IPC copy kernel in the real server). Runs on the GPU machine with
-# gemm_bench and kernel_gpu_tests on PATH (a device bundle); writes one log per check and a
-# summary.txt under $OUT (default /tmp/gemm-sanitize).
+# compute-sanitizer memcheck and racecheck over our kernels and, when engine_gpu_tests is there
+# too, over the serving engine's GPU work (with engine_gpu_service_tests and gemm_server, the CUDA
+# IPC copy kernel in the real server). Runs on a GPU machine with gemm_bench and kernel_gpu_tests
+# built (scripts/lib/gpu_env.sh puts build/ on PATH); writes one log per check and a summary.txt
+# under $OUT (default /tmp/gemm-gpu_sanitize).
 #   scripts/gpu_sanitize.sh
-# small_m_test, when on PATH, is checked too.
+# small_m_test, when present, is checked too.
 # NOTE: no --kernel-name filter. With `--kernel-name kns=Sm90GemmKernel` the sanitizer (2025.3.1,
 # H100 and H200) stops at the first launch after an uninstrumented kernel ("Internal Sanitizer
 # Error: failed to handle a hardware exception"), even when our kernel exits right after its
@@ -13,8 +13,8 @@
 # are counted apart in the summary; every other report (ours, memcheck errors, sanitizer errors)
 # is counted as one to look at.
 set -uo pipefail
-OUT=${OUT:-/tmp/gemm-sanitize}
-mkdir -p "$OUT"
+# shellcheck source=lib/gpu_env.sh
+source "$(dirname "$0")/lib/gpu_env.sh"
 shapes=$(mktemp -d)
 # Edges in M, N and K, a batch of 2, a decode row (small-M kernel); all with 16-byte pitches.
 printf '%s\n' "257 520 64 1" "200 320 512 1" "128 256 128 2" "16 8192 1024 1" > "$shapes/large.txt"
@@ -72,8 +72,8 @@ done
 # The copy kernel of CUDA IPC operands (device_copy.cu) in the real server: the service test
 # with the server under the sanitizer (scripts/lib/sanitized_server.sh hands the test's SIGTERM
 # to the server, so the sanitizer exits with its summary). The test process is not sanitized:
-# under --target-processes all its exported cudaMalloc allocation no longer matched what the
-# server mapped (out-of-bounds reports in the copy kernel and failed requests, 2026-11-26).
+# under --target-processes all its exported cudaMalloc allocation no longer matches what the
+# server mapped (out-of-bounds reports in the copy kernel and failed requests).
 if command -v engine_gpu_service_tests >/dev/null && command -v gemm_server >/dev/null; then
   name=memcheck-cuda-ipc
   SANITIZED_SERVER=$(command -v gemm_server) SANITIZER_LOG=$OUT/$name-server.log \

@@ -1,8 +1,13 @@
-# Shared by the decode scripts (source it; needs $OUT): decode_run NAME LOADGEN_FLAGS... --
-# SERVER_FLAGS... starts gemm_server on GPU 0 (port 50400, no self-test), runs one closed-loop
-# gemm_loadgen point (resident [N,K] B over --shm, 64 callers, 8 channels) against it, stops the
-# server and prints the point's two table rows. Reports: $OUT/NAME.{json,txt,cpu,util},
-# server-NAME.log (NAME.util: the GPU's utilization and SM clock sampled every 250 ms).
+# shellcheck shell=bash
+# One service point on GPU 0, shared by the scripts/gpu_*.sh measurements (source it after
+# scripts/lib/gpu_env.sh, which sets $OUT and defines wait_for_server).
+# decode_run NAME LOADGEN_FLAGS... -- SERVER_FLAGS... starts gemm_server on GPU 0 (port 50400, no
+# self-test) with SERVER_FLAGS, runs one closed-loop gemm_loadgen point against it with the decode
+# load's settings (resident [N,K] B, A and D in a POSIX shared-memory region, 64 callers, 8
+# channels) followed by LOADGEN_FLAGS (later flags win, e.g. --shm=false), stops the server and
+# prints the point's table rows. Reports: $OUT/NAME.{json,txt,cpu,util}, $OUT/server-NAME.log
+# (NAME.cpu: CPU time of both processes over the run; NAME.util: the GPU's utilization and SM
+# clock sampled every 250 ms; scripts/lib/decode_summary.py turns them into a table).
 # decode_machine records the GPU (name, SM clock) and the host's core count in $OUT/gpu.txt.
 decode_machine() {
   nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -18,10 +23,7 @@ decode_run() {
   CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 --port=50400 \
     --metrics_port=0 --self_test=false "$@" >"$OUT/server-$name.log" 2>&1 &
   local pid=$!
-  for _ in $(seq 300); do
-    gemm_client --target=127.0.0.1:50400 info >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  wait_for_server 50400
   # CPU of both processes over the loadgen's run: the server's from /proc, the loadgen's from the
   # shell's `times` (children); $OUT/NAME.cpu holds the raw figures (decode_summary.py turns
   # them into CPU per request).
