@@ -1,5 +1,5 @@
 // gemm_server: flags -> Options, backend selection, engine + gRPC service wiring, health and
-// reflection, Prometheus metrics, graceful drain on SIGTERM/SIGINT.
+// reflection, Prometheus metrics, refusing a taken port, graceful drain on SIGTERM/SIGINT.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server.h>
@@ -31,6 +31,7 @@
 #include "server/core/metrics.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/grpc/gemm_service.h"
+#include "server/listener/port_in_use.h"
 
 #ifndef GEMM_HAVE_TCMALLOC
 #define GEMM_HAVE_TCMALLOC 0
@@ -142,6 +143,13 @@ ABSL_FLAG(
     "(glibc malloc: no mmap, no trimming), so a request's 32 MiB response does not page-fault "
     "fresh memory every time. Builds with tcmalloc (the default) need no tuning for it.");
 
+// The gRPC listener: who may share its port.
+ABSL_FLAG(bool, reuse_port, false,
+          "Share --port with other processes that pass --reuse_port too (SO_REUSEPORT: the kernel "
+          "spreads new connections over them). Default false: a port another process listens on "
+          "is refused at start (\"port N is in use\", exit 1). Each process still needs its own "
+          "--metrics_port.");
+
 namespace {
 
 // The allocator serving malloc, for the start-up log.
@@ -164,6 +172,7 @@ struct Options {
   std::string backend;
   absl::Duration drain_timeout;
   std::vector<std::string> grpc_args;  // --grpc_arg items, parsed when the server is built
+  bool reuse_port = false;             // share the port with other processes (SO_REUSEPORT)
   gemm::core::GemmEngine::Options engine;
   int cpu_workers = 2;
 #ifdef GEMM_HAVE_CUDA_BACKEND
@@ -179,6 +188,7 @@ Options OptionsFromFlags() {
   o.backend = absl::GetFlag(FLAGS_backend);
   o.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_s));
   o.grpc_args = absl::GetFlag(FLAGS_grpc_arg);
+  o.reuse_port = absl::GetFlag(FLAGS_reuse_port);
   auto& l = o.engine.limits;
   l.max_dim = absl::GetFlag(FLAGS_max_dim);
   l.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
@@ -236,6 +246,12 @@ absl::StatusOr<std::unique_ptr<gemm::core::Backend>> MakeBackend(const Options& 
   return gemm::cpu::CreateCpuBackend({.workers = o.cpu_workers});
 }
 
+std::string PortInUseMessage(int port) {
+  return absl::StrCat("port ", port,
+                      " is in use: another process listens on it (--reuse_port shares a port "
+                      "among servers that all pass it)");
+}
+
 int Run(const Options& o) {
   // Block the termination signals in every thread; one waits for them below.
   sigset_t signals;
@@ -243,6 +259,11 @@ int Run(const Options& o) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  if (!o.reuse_port && gemm::server::PortInUse(o.host, o.port)) {
+    GEMM_LOG(ERROR) << PortInUseMessage(o.port);
+    return 1;
+  }
 
   absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args = gemm::ParseChannelArgs(o.grpc_args);
   if (!channel_args.ok()) {
@@ -298,10 +319,13 @@ int Run(const Options& o) {
       builder.AddChannelArgument(a.name, std::get<std::string>(a.value));
     }
   }
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_port ? 1 : 0);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
-    GEMM_LOG(ERROR) << "could not listen on " << address;
+    GEMM_LOG(ERROR) << (gemm::server::PortInUse(o.host, o.port)
+                            ? PortInUseMessage(o.port)
+                            : absl::StrCat("could not listen on ", address));
     return 1;
   }
   auto* health = server->GetHealthCheckService();
