@@ -1,20 +1,27 @@
-// Integration: the gRPC listener's guards on real gemm_server processes: a port another server
-// listens on is refused at start unless both pass --reuse_port.
+// Integration: the gRPC listener's guards on real gemm_server processes. A port another server
+// listens on is refused at start unless both pass --reuse_port; and the listener keeps accepting
+// after more idle connections than the process has descriptors for (closed at the connection
+// cap, or shed once the process is out of descriptors).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "tests/common/loopback_http.h"
 #include "tests/integration/server_process.h"
+#include "tests/integration/test_util.h"
 
 #ifndef GEMM_SERVER_PATH
 #define GEMM_SERVER_PATH "gemm_server"
@@ -126,6 +133,83 @@ TEST(ListenerTest, ServersThatAllPassReusePortShareAPort) {
   EXPECT_TRUE(second->AwaitLog(absl::StrCat("listening on 127.0.0.1:", (*first)->port()),
                                absl::Seconds(30)))
       << second->log();
+}
+
+// The value of series `series` (e.g. `name{label="x"}`) in a scrape of 127.0.0.1:`port`, or -1.
+double ScrapeValue(int port, const std::string& series) {
+  const std::string text = LoopbackGet(port, "/metrics");
+  const size_t at = text.find(absl::StrCat("\n", series, " "));
+  if (at == std::string::npos) return -1;
+  const size_t start = at + series.size() + 2;
+  double value = -1;
+  if (!absl::SimpleAtod(text.substr(start, text.find('\n', start) - start), &value)) return -1;
+  return value;
+}
+
+// Raises this process's open-file limit to at least `n`; whether it could.
+bool AllowOpenFiles(rlim_t n) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return false;
+  if (limit.rlim_cur >= n) return true;
+  if (limit.rlim_max < n) return false;
+  limit.rlim_cur = n;
+  return setrlimit(RLIMIT_NOFILE, &limit) == 0;
+}
+
+// A server limited to 256 descriptors gets 300 idle connections; once they close, a new client
+// must be served, and gemm_connections_shed_total{reason=`reason`} must have counted the ones
+// it had no room for.
+void FloodThenServe(const std::vector<std::string>& extra_flags, const std::string& reason) {
+  constexpr int kMaxOpenFiles = 256;
+  constexpr int kIdle = 300;
+  if (!AllowOpenFiles(kIdle + 64)) GTEST_SKIP() << "this test process cannot open enough files";
+  const int metrics_port = ServerProcess::FreePort();
+  std::vector<std::string> flags = {"--backend=cpu", "--cpu_workers=1",
+                                    absl::StrCat("--metrics_port=", metrics_port)};
+  flags.insert(flags.end(), extra_flags.begin(), extra_flags.end());
+  auto server = ServerProcess::Start(flags, absl::Seconds(20), "", kMaxOpenFiles);
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  std::vector<int> idle;
+  for (int i = 0; i < kIdle; ++i) {
+    const int fd = ConnectLoopback((*server)->port());
+    if (fd >= 0) idle.push_back(fd);
+  }
+  EXPECT_EQ(static_cast<int>(idle.size()), kIdle);
+  absl::SleepFor(absl::Seconds(1));  // the server has taken them in (or shed them)
+  for (int fd : idle) close(fd);
+  absl::SleepFor(absl::Milliseconds(500));
+
+  // A client with a connection of its own (not the process-wide subchannel pool, which would
+  // hand it the harness client's connection, made before the idle ones).
+  auto fresh = client::GemmClient::Create(
+      {.target = (*server)->target(),
+       .channel_args = {{.name = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, .value = 1}}});
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  absl::BitGen gen;
+  const HostProblem p = RandomProblem(8, 8, 8, false, false, 1, 0, gen);
+  v1::GemmRequest request;
+  FillProto(p, request.mutable_problem());
+  auto response = (*fresh)->Gemm(request, absl::Seconds(10));
+  ASSERT_TRUE(response.ok()) << "the listener no longer accepts: " << response.status();
+  EXPECT_LE(OutputError(p, response->outputs(0)), Tolerance(p));
+
+  const std::string series = absl::StrCat("gemm_connections_shed_total{reason=\"", reason, "\"}");
+  double shed = -1;
+  for (int i = 0; i < 50 && shed <= 0; ++i) {  // published every 500 ms
+    shed = ScrapeValue(metrics_port, series);
+    if (shed <= 0) absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_GT(shed, 0) << series;
+}
+
+TEST(ListenerTest, AcceptsAgainAfterConnectionsPastTheCap) {
+  FloodThenServe({}, "max_connections");
+}
+
+TEST(ListenerTest, AcceptsAgainAfterRunningOutOfDescriptors) {
+  // A cap past what the descriptors allow: the process itself runs out (EMFILE).
+  FloodThenServe({"--max_connections=1000000"}, "out_of_descriptors");
 }
 
 }  // namespace
