@@ -1,6 +1,7 @@
 # Integration tests of the server process's guards: the gRPC listener (taken port, descriptor
-# limit, connection cap).
+# limit, connection cap) and requests that expire while queued behind a long job.
 add_executable(process_guard_test ${CMAKE_CURRENT_LIST_DIR}/listener_test.cc
+                                  ${CMAKE_CURRENT_LIST_DIR}/queue_deadline_test.cc
                                   ${CMAKE_CURRENT_LIST_DIR}/test_util.cc)
 target_link_libraries(process_guard_test PRIVATE gemm_test_server_process gemm_test_loopback_http
                                                  gemm_common GTest::gtest_main absl::random_random)

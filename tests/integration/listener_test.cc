@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -135,17 +134,6 @@ TEST(ListenerTest, ServersThatAllPassReusePortShareAPort) {
       << second->log();
 }
 
-// The value of series `series` (e.g. `name{label="x"}`) in a scrape of 127.0.0.1:`port`, or -1.
-double ScrapeValue(int port, const std::string& series) {
-  const std::string text = LoopbackGet(port, "/metrics");
-  const size_t at = text.find(absl::StrCat("\n", series, " "));
-  if (at == std::string::npos) return -1;
-  const size_t start = at + series.size() + 2;
-  double value = -1;
-  if (!absl::SimpleAtod(text.substr(start, text.find('\n', start) - start), &value)) return -1;
-  return value;
-}
-
 // Raises this process's open-file limit to at least `n`; whether it could.
 bool AllowOpenFiles(rlim_t n) {
   rlimit limit{};
@@ -197,7 +185,7 @@ void FloodThenServe(const std::vector<std::string>& extra_flags, const std::stri
   const std::string series = absl::StrCat("gemm_connections_shed_total{reason=\"", reason, "\"}");
   double shed = -1;
   for (int i = 0; i < 50 && shed <= 0; ++i) {  // published every 500 ms
-    shed = ScrapeValue(metrics_port, series);
+    shed = ScrapeMetric(metrics_port, series);
     if (shed <= 0) absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_GT(shed, 0) << series;
