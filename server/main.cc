@@ -264,13 +264,14 @@ std::string PortInUseMessage(int port) {
                       "among servers that all pass it)");
 }
 
-// Caps client connections once the server listens (--max_connections, or what the open-file
-// limit leaves), and logs the descriptor budget.
-void CapConnections(const Options& o, const gemm::server::OpenFileLimit& files) {
+// Caps client connections to the gRPC `port` once the server listens (--max_connections, or
+// what the open-file limit leaves), and logs the descriptor budget.
+void CapConnections(const Options& o, const gemm::server::OpenFileLimit& files, int port) {
   const int64_t open = gemm::server::CountOpenFiles();
   const int64_t room = gemm::server::DefaultMaxConnections(files.now, open);
   const int64_t cap = o.max_connections > 0 ? o.max_connections : room;
-  gemm::server::SetConnectionCap(open + std::min(cap, std::numeric_limits<int64_t>::max() - open));
+  gemm::server::SetConnectionCap(open + std::min(cap, std::numeric_limits<int64_t>::max() - open),
+                                 port);
   GEMM_LOG(INFO) << "open files: limit " << files.now
                  << (files.now != files.before ? absl::StrCat(" (raised from ", files.before, ")")
                                                : std::string())
@@ -367,7 +368,7 @@ int Run(const Options& o) {
                             : absl::StrCat("could not listen on ", address));
     return 1;
   }
-  CapConnections(o, files);
+  CapConnections(o, files, bound_port);
   auto* health = server->GetHealthCheckService();
   health->SetServingStatus("gemm.v1.GemmService", true);
   health->SetServingStatus(true);

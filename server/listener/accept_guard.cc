@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@ constexpr absl::Duration kLogEvery = absl::Seconds(10);
 // valid whenever accept4() is called.
 ABSL_CONST_INIT std::atomic<Accept4Fn> libc_accept4{nullptr};  // set by InstallAcceptGuard
 ABSL_CONST_INIT std::atomic<int64_t> first_shed{0};
+ABSL_CONST_INIT std::atomic<int> capped_port{0};
 ABSL_CONST_INIT std::atomic<int64_t> shed_for_cap{0};
 ABSL_CONST_INIT std::atomic<int64_t> shed_for_descriptors{0};
 ABSL_CONST_INIT std::atomic<int64_t> next_log_ns{0};
@@ -97,6 +99,23 @@ bool ConnectionError(int err) {
   }
 }
 
+// Whether `fd` has the descriptor number of the connection cap or more, and was accepted on a
+// listener bound to the capped port.
+bool PastCap(int listener, int fd) {
+  const int64_t cap = first_shed.load(std::memory_order_relaxed);
+  if (cap <= 0 || fd < cap) return false;
+  sockaddr_storage address{};
+  socklen_t size = sizeof(address);
+  if (getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size) != 0) return false;
+  int port = -1;
+  if (address.ss_family == AF_INET) {
+    port = ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+  } else if (address.ss_family == AF_INET6) {
+    port = ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  }
+  return port == capped_port.load(std::memory_order_relaxed);
+}
+
 bool NonBlocking(int fd) {
   const int flags = fcntl(fd, F_GETFL);
   return flags >= 0 && (flags & O_NONBLOCK) != 0;
@@ -122,8 +141,7 @@ int GuardedAccept4(Accept4Fn libc, int listener, sockaddr* addr, socklen_t* addr
     if (addr_len != nullptr) *addr_len = addr_size;
     const int fd = libc(listener, addr, addr_len, flags);
     if (fd >= 0) {
-      const int64_t cap = first_shed.load(std::memory_order_relaxed);
-      if (cap <= 0 || fd < cap) return fd;
+      if (!PastCap(listener, fd)) return fd;
       close(fd);
       CountShed(shed_for_cap);
       continue;
@@ -168,7 +186,8 @@ absl::Status InstallAcceptGuard() {
   return absl::OkStatus();
 }
 
-void SetConnectionCap(int64_t first_shed_descriptor) {
+void SetConnectionCap(int64_t first_shed_descriptor, int port) {
+  capped_port.store(port, std::memory_order_relaxed);
   first_shed.store(first_shed_descriptor, std::memory_order_relaxed);
 }
 
