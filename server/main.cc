@@ -1,5 +1,6 @@
 // gemm_server: flags -> Options, backend selection, engine + gRPC service wiring, health and
-// reflection, Prometheus metrics, graceful drain on SIGTERM/SIGINT.
+// reflection, Prometheus metrics, the listener's guards (taken port, open-file limit, connection
+// cap), graceful drain on SIGTERM/SIGINT.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server.h>
@@ -10,8 +11,10 @@
 #include <gperftools/tcmalloc.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,6 +34,9 @@
 #include "server/core/metrics.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/grpc/gemm_service.h"
+#include "server/listener/accept_guard.h"
+#include "server/listener/open_files.h"
+#include "server/listener/port_in_use.h"
 
 #ifndef GEMM_HAVE_TCMALLOC
 #define GEMM_HAVE_TCMALLOC 0
@@ -157,6 +163,18 @@ ABSL_FLAG(
     "(glibc malloc: no mmap, no trimming), so a request's 32 MiB response does not page-fault "
     "fresh memory every time. Builds with tcmalloc (the default) need no tuning for it.");
 
+// The gRPC listener: who may share its port, and how many connections it holds.
+ABSL_FLAG(bool, reuse_port, false,
+          "Share --port with other processes that pass --reuse_port too (SO_REUSEPORT: the kernel "
+          "spreads new connections over them). Default false: a port another process listens on "
+          "is refused at start (\"port N is in use\", exit 1). Each process still needs its own "
+          "--metrics_port.");
+ABSL_FLAG(int64_t, max_connections, 0,
+          "Most client connections held at once (counted by descriptor number); one past it is "
+          "closed as soon as accepted. 0 (default): the open-file limit, which start-up raises "
+          "to its hard limit, less the descriptors open once the server listens and a reserve "
+          "of 1/8 of the limit (at least 32) for files, shared-memory regions and scrapes.");
+
 namespace {
 
 // The allocator serving malloc, for the start-up log.
@@ -179,6 +197,8 @@ struct Options {
   std::string backend;
   absl::Duration drain_timeout;
   std::vector<std::string> grpc_args;  // --grpc_arg items, parsed when the server is built
+  bool reuse_port = false;             // share the port with other processes (SO_REUSEPORT)
+  int64_t max_connections = 0;         // client connections held at once; 0: from the file limit
   gemm::core::GemmEngine::Options engine;
   int cpu_workers = 2;
 #ifdef GEMM_HAVE_CUDA_BACKEND
@@ -194,6 +214,8 @@ Options OptionsFromFlags() {
   o.backend = absl::GetFlag(FLAGS_backend);
   o.drain_timeout = absl::Seconds(absl::GetFlag(FLAGS_drain_timeout_s));
   o.grpc_args = absl::GetFlag(FLAGS_grpc_arg);
+  o.reuse_port = absl::GetFlag(FLAGS_reuse_port);
+  o.max_connections = absl::GetFlag(FLAGS_max_connections);
   auto& l = o.engine.limits;
   l.max_dim = absl::GetFlag(FLAGS_max_dim);
   l.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
@@ -267,6 +289,32 @@ void LogLimits(const gemm::core::GemmEngine& engine) {
                  << l.max_problems;
 }
 
+// The start-up error for a gRPC port another process listens on.
+std::string PortInUseMessage(int port) {
+  return absl::StrCat("port ", port,
+                      " is in use: another process listens on it (--reuse_port shares a port "
+                      "among servers that all pass it)");
+}
+
+// Caps client connections to the gRPC `port` once the server listens (--max_connections, or
+// what the open-file limit leaves), and logs the descriptor budget.
+void CapConnections(const Options& o, const gemm::server::OpenFileLimit& files, int port) {
+  const int64_t open = gemm::server::CountOpenFiles();
+  const int64_t room = gemm::server::DefaultMaxConnections(files.now, open);
+  const int64_t cap = o.max_connections > 0 ? o.max_connections : room;
+  gemm::server::SetConnectionCap(open + std::min(cap, std::numeric_limits<int64_t>::max() - open),
+                                 port);
+  GEMM_LOG(INFO) << "open files: limit " << files.now
+                 << (files.now != files.before ? absl::StrCat(" (raised from ", files.before, ")")
+                                               : std::string())
+                 << ", " << open << " open; up to " << cap << " client connections";
+  if (cap > room) {
+    GEMM_LOG(WARNING) << "--max_connections=" << cap << " is more than the open-file limit leaves "
+                      << "room for (" << room << "): connections past that are shed when the "
+                      << "process runs out of descriptors";
+  }
+}
+
 int Run(const Options& o) {
   // Block the termination signals in every thread; one waits for them below.
   sigset_t signals;
@@ -274,6 +322,20 @@ int Run(const Options& o) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const gemm::server::OpenFileLimit files = gemm::server::RaiseOpenFileLimit();
+  if (o.max_connections < 0) {
+    GEMM_LOG(ERROR) << "--max_connections must be >= 0, got " << o.max_connections;
+    return 1;
+  }
+  if (!o.reuse_port && gemm::server::PortInUse(o.host, o.port)) {
+    GEMM_LOG(ERROR) << PortInUseMessage(o.port);
+    return 1;
+  }
+  if (absl::Status s = gemm::server::InstallAcceptGuard(); !s.ok()) {
+    GEMM_LOG(ERROR) << s;
+    return 1;
+  }
 
   absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args = gemm::ParseChannelArgs(o.grpc_args);
   if (!channel_args.ok()) {
@@ -332,12 +394,16 @@ int Run(const Options& o) {
       builder.AddChannelArgument(a.name, std::get<std::string>(a.value));
     }
   }
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_port ? 1 : 0);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
-    GEMM_LOG(ERROR) << "could not listen on " << address;
+    GEMM_LOG(ERROR) << (gemm::server::PortInUse(o.host, o.port)
+                            ? PortInUseMessage(o.port)
+                            : absl::StrCat("could not listen on ", address));
     return 1;
   }
+  CapConnections(o, files, bound_port);
   auto* health = server->GetHealthCheckService();
   health->SetServingStatus("gemm.v1.GemmService", true);
   health->SetServingStatus(true);
@@ -357,6 +423,9 @@ int Run(const Options& o) {
                              (*engine)->registry().resident_bytes());
       m->SetSharedMemory((*engine)->shared_memory().List().size(),
                          (*engine)->shared_memory().bytes());
+      const gemm::server::ShedConnections shed = gemm::server::ConnectionsShed();
+      m->SetConnectionsShed("max_connections", shed.max_connections);
+      m->SetConnectionsShed("out_of_descriptors", shed.out_of_descriptors);
       for (const auto& d : (*engine)->backend().Describe().devices) {
         m->SetPoolBytes(d.ordinal, d.pool_used_bytes, d.pool_capacity_bytes);
         m->SetKernel(d.ordinal, d.kernel);

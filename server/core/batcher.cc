@@ -1,5 +1,6 @@
 // Dynamic batcher implementation: two FIFO lists (one per priority) under one mutex, scanned by
-// Next() callers that form batches. See batcher.h for the rules.
+// Next() callers that form batches, and a sweeper thread that answers expired and cancelled
+// requests while they wait. See batcher.h for the rules.
 #include "server/core/batcher.h"
 
 #include <algorithm>
@@ -7,6 +8,8 @@
 #include <cstdint>
 #include <list>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -16,6 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/thread_name.h"
+#include "server/core/answer_batch.h"
 #include "server/core/metrics.h"
 
 namespace gemm::core {
@@ -73,6 +78,16 @@ class Batcher::Impl {
  public:
   Impl(const Options& options, Clock* clock) : options_(options), clock_(clock) {}
 
+  // Starts the sweeper thread (once, right after construction).
+  void StartSweeper() {
+    sweeper_ = std::thread([this] {
+      SetCurrentThreadName("gemm-sweeper");
+      SweepUntilStopped();
+    });
+  }
+  // Stops and joins the sweeper thread.
+  void StopSweeper();
+
   std::vector<absl::Status> SubmitAll(std::vector<std::shared_ptr<WorkItem>> items);
   std::optional<Batch> Next(int device);
   void DeviceIdle(int device, uint64_t batches_taken);
@@ -100,6 +115,11 @@ class Batcher::Impl {
   Entry Remove(int q, Iter it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops every expired or cancelled entry and schedules the next sweep.
   void Sweep(absl::Time now, std::vector<Drop>* drops) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The sweeper thread: sleeps (by the clock) until the next sweep is due, sweeps, and answers
+  // what it dropped outside the lock, until StopSweeper().
+  void SweepUntilStopped();
+  // Brings the next sweep forward to `at` if it is due later, waking the sweeper.
+  void ScheduleSweep(absl::Time at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `key` is being gathered by a Next() call other than `token`.
   bool ReservedByOther(const Key& key, uint64_t token) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Drops the reservation `token` holds, if any, and wakes callers that skipped its key.
@@ -122,7 +142,8 @@ class Batcher::Impl {
   Clock* const clock_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar cv_;  // queue changed, a reservation was dropped, or shutdown
+  absl::CondVar cv_;        // queue changed, a reservation was dropped, or shutdown
+  absl::CondVar sweep_cv_;  // the next sweep came forward, or the sweeper must stop
   std::list<Entry> queues_[2] ABSL_GUARDED_BY(mu_);
   int64_t size_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
@@ -139,6 +160,8 @@ class Batcher::Impl {
     bool idle = false;
   };
   absl::flat_hash_map<int, DeviceState> devices_ ABSL_GUARDED_BY(mu_);
+  bool stop_sweeper_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread sweeper_;
 };
 
 absl::StatusOr<Entry> Batcher::Impl::MakeEntry(const std::shared_ptr<WorkItem>& item) const {
@@ -216,8 +239,8 @@ std::vector<absl::Status> Batcher::Impl::SubmitAll(std::vector<std::shared_ptr<W
       e.enqueued = now;
       e.item = std::move(items[i]);
       earliest_deadline_ = std::min(earliest_deadline_, e.deadline);
-      next_sweep_ = std::min(
-          {next_sweep_, earliest_deadline_ + absl::Nanoseconds(1), now + options_.sweep_interval});
+      ScheduleSweep(
+          std::min(earliest_deadline_ + absl::Nanoseconds(1), now + options_.sweep_interval));
       queues_[QueueIndex(e.item->request.priority)].push_back(std::move(e));
       ++size_;
       queued = true;
@@ -272,7 +295,6 @@ bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* dr
                                std::optional<Batch>* out, Metrics::Release* why) {
   for (;;) {
     const absl::Time now = clock_->Now();
-    if (now >= next_sweep_) Sweep(now, drops);
     // An idle device waits for no company, and takes keys other callers are gathering too.
     const bool idle = IdleLocked(device);
 
@@ -301,7 +323,8 @@ bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* dr
       Unreserve(token);
       if (shutdown_) return true;  // *out stays nullopt
       if (!drops->empty()) return false;
-      clock_->WaitUntil(&cv_, &mu_, next_sweep_);
+      // Nothing to take: wait for work (the sweeper answers what expires meanwhile).
+      clock_->WaitUntil(&cv_, &mu_, absl::InfiniteFuture());
       continue;
     }
 
@@ -363,7 +386,7 @@ bool Batcher::Impl::NextLocked(int device, uint64_t token, std::vector<Drop>* dr
     // Wait for company, holding the key so other callers serve the rest of the queue.
     Reserve(leader->key, token);
     if (!drops->empty()) return false;
-    clock_->WaitUntil(&cv_, &mu_, std::min(release_at, next_sweep_));
+    clock_->WaitUntil(&cv_, &mu_, release_at);
   }
 }
 
@@ -408,6 +431,36 @@ void Batcher::Impl::Sweep(absl::Time now, std::vector<Drop>* drops) {
   next_sweep_ = size_ == 0
                     ? absl::InfiniteFuture()
                     : std::min(earliest + absl::Nanoseconds(1), now + options_.sweep_interval);
+}
+
+void Batcher::Impl::ScheduleSweep(absl::Time at) {
+  if (at >= next_sweep_) return;
+  next_sweep_ = at;
+  sweep_cv_.Signal();
+}
+
+void Batcher::Impl::SweepUntilStopped() {
+  for (;;) {
+    std::vector<Drop> drops;
+    {
+      absl::MutexLock lock(&mu_);
+      while (!stop_sweeper_ && clock_->Now() < next_sweep_) {
+        clock_->WaitUntil(&sweep_cv_, &mu_, next_sweep_);
+      }
+      if (stop_sweeper_) return;
+      Sweep(clock_->Now(), &drops);
+    }
+    Complete(drops);
+  }
+}
+
+void Batcher::Impl::StopSweeper() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_sweeper_ = true;
+    sweep_cv_.Signal();
+  }
+  if (sweeper_.joinable()) sweeper_.join();
 }
 
 bool Batcher::Impl::ReservedByOther(const Key& key, uint64_t token) const {
@@ -458,6 +511,8 @@ std::vector<Drop> Batcher::Impl::DrainAll() {
 }
 
 void Batcher::Impl::Complete(std::vector<Drop>& drops) {
+  if (drops.empty()) return;
+  AnswerBatch answers;  // answers bound for one stream leave together
   for (Drop& d : drops) {
     if (options_.metrics != nullptr) options_.metrics->RecordDropped(d.reason);
     d.item->done(std::move(d.status));
@@ -480,12 +535,21 @@ absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(const Options& options,
   if (options.sweep_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("batcher: sweep_interval must be > 0");
   }
-  return std::unique_ptr<Batcher>(new Batcher(std::make_unique<Impl>(options, clock)));
+  auto impl = std::make_unique<Impl>(options, clock);
+  // NOTE: std::thread reports failure by throwing; turn it into a Status here.
+  try {
+    impl->StartSweeper();
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("batcher: cannot start the sweeper thread: ", e.what()));
+  }
+  return std::unique_ptr<Batcher>(new Batcher(std::move(impl)));
 }
 
 Batcher::Batcher(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Batcher::~Batcher() {
+  impl_->StopSweeper();
   std::vector<Drop> drops = impl_->DrainAll();
   impl_->Complete(drops);
 }

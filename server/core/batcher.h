@@ -30,11 +30,12 @@
 //    GemmEngine splits such a group into one request per device first, DeviceSplit.)
 //  - An item past its deadline (clock Now() > request.deadline) is answered DEADLINE_EXCEEDED,
 //    one whose `cancelled()` returns true is answered CANCELLED; neither is handed out. Items are
-//    checked when handed out and by periodic sweeps (a waiting Next() also wakes at the earliest
-//    queued deadline), so they do not sit in the queue.
+//    checked when handed out, and the batcher's sweeper thread sweeps the queue just after the
+//    earliest queued deadline and every `sweep_interval`, so an expired or cancelled request
+//    leaves the queue then, even while every device is busy and no Next() call is waiting.
 //  - Each item is either handed out in exactly one Batch or completed (`done`) exactly once by
-//    the batcher; `done` is called without the batcher's lock held, on a Next() caller's thread
-//    (or the destructor's).
+//    the batcher; `done` is called without the batcher's lock held, on a Next() caller's thread,
+//    the sweeper thread, or the destructor's.
 #pragma once
 
 #include <cstdint>
@@ -68,21 +69,21 @@ class Batcher : public WorkSource {
     // Whether a device that reported itself idle (DeviceIdle) gets its next batch without waiting
     // for company. Default true; false: every partial batch waits out `max_queue_delay`.
     bool dispatch_when_idle = true;
-    // How often the whole queue is swept for cancelled requests (expired ones are swept at their
-    // deadline). Default 10ms.
+    // How often the sweeper thread sweeps the whole queue for cancelled requests while it is
+    // not empty (expired ones are swept at their deadline). Default 10ms.
     absl::Duration sweep_interval = absl::Milliseconds(10);
     // Where to report queue depth and requests dropped without running. Not owned; may be null
     // (default); must outlive the batcher.
     Metrics* metrics = nullptr;
   };
 
-  // Creates a batcher. `clock` must outlive it (RealClock::Get() in production). INVALID_ARGUMENT
-  // for a negative delay, a non-positive row or queue bound or sweep interval,
-  // or a null clock.
+  // Creates a batcher and starts its sweeper thread. `clock` must outlive it (RealClock::Get() in
+  // production). INVALID_ARGUMENT for a negative delay, a non-positive row or queue bound or
+  // sweep interval, or a null clock; RESOURCE_EXHAUSTED when the thread cannot be started.
   static absl::StatusOr<std::unique_ptr<Batcher>> Create(const Options& options, Clock* clock);
 
-  // Shuts down and answers anything still queued UNAVAILABLE. No Next() call may be in progress
-  // (join the backend's workers first).
+  // Stops the sweeper, shuts down and answers anything still queued UNAVAILABLE. No Next() call
+  // may be in progress (join the backend's workers first).
   ~Batcher() override;
 
   // Queues `item` (which must have `done` set and one problem at least). On any error

@@ -87,6 +87,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                   .Name("gemm_batcher_dropped_total")
                   .Help("Requests the batcher answered without running them, by reason.")
                   .Register(r);
+  connections_shed_ = &prometheus::BuildCounter()
+                           .Name("gemm_connections_shed_total")
+                           .Help(
+                               "Client connections closed as soon as accepted, for the "
+                               "connection cap or while out of descriptors.")
+                           .Register(r);
   auto& released = prometheus::BuildCounter()
                        .Name("gemm_batches_released_total")
                        .Help("Batches the batcher handed out, by what released them.")
@@ -207,6 +213,12 @@ void Metrics::SetQueueDepth(int64_t depth) { queue_depth_->Set(static_cast<doubl
 void Metrics::RecordDropped(absl::string_view reason) {
   // Family::Add returns the existing series for a known label set.
   dropped_->Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::SetConnectionsShed(absl::string_view reason, int64_t total) {
+  prometheus::Counter& counter = connections_shed_->Add({{"reason", std::string(reason)}});
+  const double more = static_cast<double>(total) - counter.Value();
+  if (more > 0) counter.Increment(more);
 }
 
 void Metrics::RecordBatchReleased(Release reason) {

@@ -58,6 +58,9 @@ class MetricsHttpServer;
 //   gemm_shared_memory_regions                   gauge, registered client shared-memory regions
 //   gemm_shared_memory_bytes                     gauge, bytes of those regions
 //   gemm_kernel_info{device,kernel}              gauge = 1 for the kernel serving each device
+//   gemm_connections_shed_total{reason}          counter, client connections closed as soon as
+//                                                accepted (reason: max_connections,
+//                                                out_of_descriptors)
 // The `device` label is the CUDA ordinal, or "cpu" for -1.
 class Metrics {
  public:
@@ -109,6 +112,11 @@ class Metrics {
   // series of the kernel that served it before (if different) is removed.
   void SetKernel(int device, absl::string_view kernel);
 
+  // Raises gemm_connections_shed_total{reason} to `total`, a count kept by the listener and
+  // published here (a total below the published one is ignored). `reason`: "max_connections"
+  // or "out_of_descriptors". Call from one thread.
+  void SetConnectionsShed(absl::string_view reason, int64_t total);
+
   // The registry, e.g. to add component-specific metrics. Outlives nothing: valid while this
   // Metrics lives.
   prometheus::Registry& registry() { return *registry_; }
@@ -150,6 +158,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* batch_rows_;
   prometheus::Family<prometheus::Histogram>* batch_requests_;
   prometheus::Family<prometheus::Counter>* dropped_;
+  prometheus::Family<prometheus::Counter>* connections_shed_;
   // gemm_batches_released_total, one series per Release (made up front: no lookup per batch).
   std::array<prometheus::Counter*, static_cast<int>(Release::kCount)> released_{};
   prometheus::Family<prometheus::Gauge>* pool_in_use_;

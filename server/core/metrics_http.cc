@@ -1,6 +1,8 @@
 // MetricsHttpServer: our own small HTTP server for /metrics, because CivetWeb's fixed 100 KiB
 // thread stacks cannot hold the static TLS of a CUDA build (see metrics_http.h). Plain POSIX
-// sockets, one thread, poll() with deadlines so that no client can hold the thread for long.
+// sockets and one thread that serves every connection at once with poll(): non-blocking reads
+// and writes, a deadline per connection, and a bound on connections, so that no client (nor a
+// crowd of silent ones) can hold a scrape back.
 #include "server/core/metrics_http.h"
 
 #include <arpa/inet.h>
@@ -14,6 +16,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <list>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -37,6 +40,11 @@ constexpr absl::Duration kReadTimeout = absl::Seconds(2);
 constexpr absl::Duration kWriteTimeout = absl::Seconds(5);
 // Largest request head we read; a scrape's is a few hundred bytes.
 constexpr size_t kMaxHeadBytes = 16 << 10;
+// Most connections served at once; a new one past it takes the place of the oldest that has
+// not sent its request yet.
+constexpr size_t kMaxConnections = 64;
+// How long accepting pauses when the process is out of descriptors or memory.
+constexpr absl::Duration kAcceptPause = absl::Milliseconds(50);
 
 std::string ErrnoText(int err) {
   char buf[128];
@@ -105,22 +113,6 @@ absl::StatusOr<int> Listen(const std::string& host, in_addr addr, int port, int*
   return fd.release();
 }
 
-enum class Wait { kReady, kTimeout, kStop };
-
-// Waits until `fd` has `events`, `deadline` passes, or `wake_fd` fires (shutdown).
-Wait WaitFor(int fd, short events, int wake_fd, absl::Time deadline) {
-  for (;;) {
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) return Wait::kTimeout;
-    pollfd fds[2] = {{fd, events, 0}, {wake_fd, POLLIN, 0}};
-    const int n = poll(fds, 2, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
-    if (n < 0 && errno != EINTR) return Wait::kStop;  // poll itself failed: give up
-    if (n <= 0) continue;
-    if (fds[1].revents != 0) return Wait::kStop;
-    if (fds[0].revents != 0) return Wait::kReady;  // includes POLLERR/POLLHUP: the call reports it
-  }
-}
-
 // Where the request head ends ("\r\n\r\n", or the bare "\n\n" some clients send), or npos.
 size_t HeadEnd(absl::string_view data) {
   const size_t crlf = data.find("\r\n\r\n");
@@ -130,11 +122,12 @@ size_t HeadEnd(absl::string_view data) {
   return std::min(crlf, lf);
 }
 
-enum class Read { kHead, kTooLarge, kGiveUp };
+enum class Read { kMore, kHead, kTooLarge, kGiveUp };
 
-// Reads from `fd` until the request head is complete (returned in `*head`), it exceeds
-// kMaxHeadBytes, or the client closes, stalls past `deadline`, or shutdown is requested.
-Read ReadHead(int fd, int wake_fd, absl::Time deadline, std::string* head) {
+// Reads what has arrived on non-blocking `fd` into `*head`: kHead once the request head is
+// complete, kTooLarge past kMaxHeadBytes, kGiveUp when the client closed or failed, kMore when
+// the rest has not arrived yet.
+Read ReadSome(int fd, std::string* head) {
   char buf[4096];
   for (;;) {
     const ssize_t n = recv(fd, buf, sizeof(buf), 0);
@@ -146,24 +139,36 @@ Read ReadHead(int fd, int wake_fd, absl::Time deadline, std::string* head) {
     }
     if (n == 0) return Read::kGiveUp;  // closed before a whole head
     if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return Read::kGiveUp;
-    if (WaitFor(fd, POLLIN, wake_fd, deadline) != Wait::kReady) return Read::kGiveUp;
+    return errno == EAGAIN || errno == EWOULDBLOCK ? Read::kMore : Read::kGiveUp;
   }
 }
 
-// Writes all of `data`; false when the client goes away, stalls past `deadline`, or shutdown.
-bool WriteAll(int fd, absl::string_view data, int wake_fd, absl::Time deadline) {
-  while (!data.empty()) {
-    const ssize_t n = send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+enum class Write { kMore, kDone, kGiveUp };
+
+// Sends what non-blocking `fd` takes of `data` past `*sent` (advanced): kDone once all is sent,
+// kGiveUp when the client went away, kMore when its socket buffer is full.
+Write WriteSome(int fd, absl::string_view data, size_t* sent) {
+  while (*sent < data.size()) {
+    const ssize_t n = send(fd, data.data() + *sent, data.size() - *sent, MSG_NOSIGNAL);
     if (n > 0) {
-      data.remove_prefix(static_cast<size_t>(n));
+      *sent += static_cast<size_t>(n);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
-    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return false;
-    if (WaitFor(fd, POLLOUT, wake_fd, deadline) != Wait::kReady) return false;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? Write::kMore : Write::kGiveUp;
   }
-  return true;
+  return Write::kDone;
+}
+
+// Ends a connection whose answer was sent whole.
+void FinishAnswer(int fd) {
+  shutdown(fd, SHUT_WR);
+  // Discard what already arrived unread (e.g. a body we ignore): closing with unread input
+  // makes the kernel send RST, which can destroy our answer before the client has read it.
+  // At most 64 KiB: a client that keeps sending must not hold the serving thread.
+  char buf[4096];
+  for (int i = 0; i < 16 && recv(fd, buf, sizeof(buf), 0) > 0; ++i) {
+  }
 }
 
 // ---- HTTP ----
@@ -276,40 +281,105 @@ MetricsHttpServer::~MetricsHttpServer() {
   close(wake_fd_);
 }
 
+// One client connection: reading its request head, then writing the answer.
+struct MetricsHttpServer::Connection {
+  int fd = -1;          // owned: closed when the connection is dropped from the list
+  absl::Time deadline;  // of the current phase (kReadTimeout, then kWriteTimeout)
+  std::string in;       // the request head so far
+  std::string out;      // the whole answer, once the head is in
+  size_t sent = 0;      // bytes of `out` sent
+  bool writing() const { return !out.empty(); }
+};
+
 void MetricsHttpServer::Serve() {
+  std::list<Connection> connections;
+  absl::Time accept_paused_until = absl::InfinitePast();
+  std::vector<pollfd> fds;
   for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
+    const absl::Time now = absl::Now();
+    const bool accepting = now >= accept_paused_until;
+    fds.assign(
+        {{wake_fd_, POLLIN, 0}, {listen_fd_, static_cast<short>(accepting ? POLLIN : 0), 0}});
+    absl::Time wake_at = accepting ? absl::InfiniteFuture() : accept_paused_until;
+    for (const Connection& c : connections) {
+      fds.push_back({c.fd, static_cast<short>(c.writing() ? POLLOUT : POLLIN), 0});
+      wake_at = std::min(wake_at, c.deadline);
+    }
+    const int timeout_ms =
+        wake_at == absl::InfiniteFuture()
+            ? -1
+            : static_cast<int>(std::max<int64_t>(0, absl::ToInt64Milliseconds(wake_at - now)) + 1);
+    if (poll(fds.data(), fds.size(), timeout_ms) < 0) {
       if (errno == EINTR) continue;
       GEMM_LOG(ERROR) << "metrics: poll: " << ErrnoText(errno) << "; /metrics no longer served";
-      return;
+      break;
     }
-    if (fds[1].revents != 0) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
+    if (fds[0].revents != 0) break;  // shutdown
+    size_t i = 2;
+    for (auto it = connections.begin(); it != connections.end(); ++i) {
+      const bool open = (fds[i].revents == 0 || Progress(*it)) && absl::Now() < it->deadline;
+      if (open) {
+        ++it;
+      } else {
+        close(it->fd);
+        it = connections.erase(it);
+      }
+    }
+    if ((fds[1].revents & POLLIN) != 0 && !AcceptAll(connections)) {
+      accept_paused_until = absl::Now() + kAcceptPause;  // do not spin on the backlog
+    }
+  }
+  for (const Connection& c : connections) close(c.fd);
+}
+
+bool MetricsHttpServer::AcceptAll(std::list<Connection>& connections) {
+  for (;;) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd >= 0) {
-      HandleConnection(fd);
-    } else if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-      absl::SleepFor(absl::Milliseconds(50));  // out of resources: do not spin on the backlog
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return errno != EMFILE && errno != ENFILE && errno != ENOBUFS && errno != ENOMEM;
     }
+    if (connections.size() >= kMaxConnections) {
+      auto silent = std::find_if(connections.begin(), connections.end(),
+                                 [](const Connection& c) { return !c.writing(); });
+      if (silent == connections.end()) {  // every one is taking an answer: refuse the new one
+        close(fd);
+        continue;
+      }
+      close(silent->fd);
+      connections.erase(silent);
+    }
+    connections.push_back({.fd = fd, .deadline = absl::Now() + kReadTimeout});
   }
 }
 
-void MetricsHttpServer::HandleConnection(int fd) {
-  ScopedFd conn(fd);
-  std::string head;
-  const Read read = ReadHead(fd, wake_fd_, absl::Now() + kReadTimeout, &head);
-  if (read == Read::kGiveUp) return;
-  const Response response =
-      read == Read::kTooLarge ? Error(400, "Bad Request") : Answer(head, render_);
-  if (!WriteAll(fd, Format(response), wake_fd_, absl::Now() + kWriteTimeout)) return;
-  shutdown(fd, SHUT_WR);
-  // Discard what already arrived unread (e.g. a body we ignore): closing with unread input
-  // makes the kernel send RST, which can destroy our answer before the client has read it.
-  // At most 64 KiB: a client that keeps sending must not hold the metrics thread.
-  char buf[4096];
-  for (int i = 0; i < 16 && recv(fd, buf, sizeof(buf), 0) > 0; ++i) {
+bool MetricsHttpServer::Progress(Connection& c) {
+  if (!c.writing()) {
+    switch (ReadSome(c.fd, &c.in)) {
+      case Read::kMore:
+        return true;
+      case Read::kGiveUp:
+        return false;
+      case Read::kTooLarge:
+        c.out = Format(Error(400, "Bad Request"));
+        break;
+      case Read::kHead:
+        c.out = Format(Answer(c.in, render_));
+        break;
+    }
+    c.in.clear();
+    c.deadline = absl::Now() + kWriteTimeout;
   }
+  switch (WriteSome(c.fd, c.out, &c.sent)) {
+    case Write::kMore:
+      return true;
+    case Write::kGiveUp:
+      return false;
+    case Write::kDone:
+      FinishAnswer(c.fd);
+      return false;
+  }
+  return false;
 }
 
 }  // namespace gemm::core

@@ -1,11 +1,14 @@
-// A minimal HTTP/1.1 server for the Prometheus scrape endpoint (GET /metrics), one thread, one
-// connection at a time, every connection closed after one answer. It replaces prometheus-cpp's
+// A minimal HTTP/1.1 server for the Prometheus scrape endpoint (GET /metrics): one thread serves
+// every open connection at once (poll), every connection closed after one answer. A client gets
+// 2 s to send its request and 5 s to take the answer; at most 64 connections are kept, a new one
+// past that taking the place of the oldest that is still silent. It replaces prometheus-cpp's
 // CivetWeb exposer: libcivetweb creates its threads with a fixed 100 KiB stack, and glibc refuses
 // such threads (EINVAL) once the process's static TLS (cuBLASLt + OpenBLAS + ours, ~190 KiB) does
 // not fit in it, so the endpoint never started in CUDA builds. Our thread has the default stack.
 #pragma once
 
 #include <functional>
+#include <list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -35,10 +38,16 @@ class MetricsHttpServer {
  private:
   MetricsHttpServer(int listen_fd, int wake_fd, int port, std::function<std::string()> render);
 
+  struct Connection;
+
   // The serving thread: accepts and answers connections until the wake fd fires.
   void Serve();
-  // Reads one request from `fd`, answers it and closes `fd`.
-  void HandleConnection(int fd);
+  // Accepts every pending connection into `connections`; false when the process is out of
+  // descriptors or memory (accepting should pause).
+  bool AcceptAll(std::list<Connection>& connections);
+  // Reads or writes what `c` is ready for; false when it is done with (answered, failed, or
+  // closed by the client) and must be closed.
+  bool Progress(Connection& c);
 
   const int listen_fd_;
   const int wake_fd_;  // eventfd; written by the destructor to stop Serve()

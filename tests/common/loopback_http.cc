@@ -7,6 +7,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace gemm::testing {
@@ -43,6 +44,16 @@ std::string LoopbackExchange(int port, const std::string& request) {
 
 std::string LoopbackGet(int port, const std::string& path) {
   return LoopbackExchange(port, absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+}
+
+double ScrapeMetric(int port, const std::string& series) {
+  const std::string text = LoopbackGet(port, "/metrics");
+  const size_t at = text.find(absl::StrCat("\n", series, " "));
+  if (at == std::string::npos) return -1;
+  const size_t start = at + series.size() + 2;
+  double value = -1;
+  if (!absl::SimpleAtod(text.substr(start, text.find('\n', start) - start), &value)) return -1;
+  return value;
 }
 
 }  // namespace gemm::testing

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,7 +34,8 @@ int ServerProcess::FreePort() {
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(std::vector<std::string> flags,
                                                                     absl::Duration ready_timeout,
-                                                                    std::string binary) {
+                                                                    std::string binary,
+                                                                    int max_open_files) {
   if (binary.empty()) binary = GEMM_SERVER_PATH;
   const int port = FreePort();
   std::vector<std::string> args = {binary, absl::StrCat("--port=", port), "--host=127.0.0.1",
@@ -45,6 +47,11 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(std::vector<
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    if (max_open_files > 0) {
+      const rlimit limit = {static_cast<rlim_t>(max_open_files),
+                            static_cast<rlim_t>(max_open_files)};
+      if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
+    }
     execv(binary.c_str(), argv.data());
     _exit(127);
   }

@@ -1,6 +1,7 @@
 // Tests of the dynamic batcher with an injected FakeClock: coalescing, max delay, idle dispatch,
-// row bound, priorities, deadlines, cancellation, queue bound, device affinity, shutdown, and
-// exactly-once completion under concurrency (real clock).
+// row bound, priorities, deadlines, cancellation (and the sweeper that answers them while no
+// device asks for work), queue bound, device affinity, shutdown, and exactly-once completion
+// under concurrency (real clock).
 #include "server/core/batcher.h"
 
 #include <atomic>
@@ -114,6 +115,22 @@ class BatcherTest : public Test {
     return *outcomes_.at(item->request.request_id);
   }
 
+  // Waits (real time, at most 10 s) until `n` Next() calls are asleep on the clock and at least
+  // `min_wait_calls` waits went to sleep in all; whether that happened. The batcher's sweeper
+  // thread sleeps on the clock too whenever it has nothing to sweep (one waiter more, and never
+  // two), so n + 1 waiters mean n callers asleep.
+  bool AwaitCallers(int n, int64_t min_wait_calls = 0) {
+    return clock_.AwaitWaiters(n + 1, min_wait_calls);
+  }
+
+  // Waits (real time, at most 10 s) until the batcher has answered `item`; whether it did.
+  bool AwaitAnswer(const std::shared_ptr<WorkItem>& item) {
+    for (int i = 0; i < 2000 && OutcomeOf(item).calls() == 0; ++i) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return OutcomeOf(item).calls() > 0;
+  }
+
   void SubmitOk(const std::shared_ptr<WorkItem>& item) { ASSERT_TRUE(batcher_->Submit(item).ok()); }
 
   // Runs Next(device) on a thread.
@@ -198,7 +215,7 @@ TEST_F(BatcherTest, RespectsMaxBatchRows) {
   EXPECT_EQ(b->items[3], items[4]);
   // The skipped one leads the next batch, released after the delay (alone).
   auto f = AsyncNext(-1);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   EXPECT_FALSE(Ready(f, absl::ZeroDuration()));
   clock_.Advance(kDelay);
   b = f.get();
@@ -230,7 +247,7 @@ TEST_F(BatcherTest, PartialBatchReleasedOnlyAfterMaxDelay) {
   clock_.Advance(absl::Microseconds(50));
   SubmitOk(b);
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   // 199us after the first arrived: still waiting.
   clock_.Advance(absl::Microseconds(149));
   EXPECT_FALSE(Ready(f));
@@ -275,7 +292,7 @@ TEST_F(BatcherTest, IdleDeviceWaitingForWorkTakesTheFirstArrivalAtOnce) {
   Make();
   batcher_->DeviceIdle(0, 0);
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   auto a = Item(16, w_);
   SubmitOk(a);
   ASSERT_TRUE(ReadySoon(f));
@@ -293,7 +310,7 @@ TEST_F(BatcherTest, BusyDeviceGathersUntilItReportsIdle) {
   auto c = Item(16, w_);
   SubmitOk(b);
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   EXPECT_FALSE(Ready(f));  // waits for company while the device works
   SubmitOk(c);
   EXPECT_FALSE(Ready(f));
@@ -316,7 +333,7 @@ TEST_F(BatcherTest, StaleIdleReportIsIgnored) {
   auto b = Item(16, w_);
   SubmitOk(b);
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   EXPECT_FALSE(Ready(f));
   clock_.Advance(kDelay);  // only the delay releases it
   std::optional<Batch> got = f.get();
@@ -333,7 +350,7 @@ TEST_F(BatcherTest, IdleReportsAreIgnoredWhenDispatchWhenIdleIsOff) {
   auto a = Item(16, w_);
   SubmitOk(a);
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   EXPECT_FALSE(Ready(f));
   clock_.Advance(kDelay);
   std::optional<Batch> got = f.get();
@@ -349,11 +366,11 @@ TEST_F(BatcherTest, IdleDeviceTakesWhatABusyDeviceIsGathering) {
   auto a = Item(16, w_);                   // runnable anywhere
   SubmitOk(a);
   auto on0 = AsyncNext(0);  // gathers a batch around `a`
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   EXPECT_FALSE(Ready(on0));
   // Device 1 is idle and not reported: it respects device 0's gathering.
   auto on1 = AsyncNext(1);
-  ASSERT_TRUE(clock_.AwaitWaiters(2));
+  ASSERT_TRUE(AwaitCallers(2));
   EXPECT_FALSE(Ready(on1));
   // Once device 1 reports itself idle it takes `a` at once.
   batcher_->DeviceIdle(1, 0);
@@ -393,7 +410,7 @@ TEST_F(BatcherTest, HighPriorityArrivalPreemptsAWaitingBatch) {
   auto n = Item(16, w_, Priority::kNormal);
   SubmitOk(n);
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));  // waiting for company for `n`
+  ASSERT_TRUE(AwaitCallers(1));  // waiting for company for `n`
   auto h = Item(16, nullptr, Priority::kHigh);
   SubmitOk(h);
   std::optional<Batch> b = f.get();  // no clock advance needed
@@ -429,6 +446,7 @@ TEST_F(BatcherTest, ExpiredRequestsAnsweredDeadlineExceededWithoutRunning) {
   ASSERT_TRUE(b.has_value());
   ASSERT_EQ(b->items.size(), 1u);
   EXPECT_EQ(b->items[0], fine);
+  ASSERT_TRUE(AwaitAnswer(expiring));  // by this Next() or by the sweeper
   EXPECT_EQ(OutcomeOf(expiring).calls(), 1);
   EXPECT_EQ(OutcomeOf(expiring).code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_EQ(OutcomeOf(expiring).message(), "deadline exceeded after 11us in queue");
@@ -445,16 +463,16 @@ TEST_F(BatcherTest, DeadlineExactlyNowStillRuns) {
   EXPECT_EQ(b->items[0], item);
 }
 
-TEST_F(BatcherTest, WaitingNextWakesAtDeadlineAndAnswersExpiredItems) {
+TEST_F(BatcherTest, ExpiredItemAnsweredWhileACallerThatCannotRunItWaits) {
   Make();
-  // Only device 1 may run this; the caller asks for device 0 and idles, but still sweeps.
+  // Only device 1 may run this; the caller asks for device 0 and waits for work meanwhile.
   auto on1 = std::make_shared<TestMatrix>(std::vector<int>{1});
   auto item = Item(16, on1, Priority::kNormal, clock_.Now() + absl::Microseconds(500));
   SubmitOk(item);
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   clock_.Advance(absl::Microseconds(501));
-  // The idle Next(0) wakes at the deadline and answers the item.
+  // The sweeper answers the item just after its deadline; Next(0) goes on waiting.
   for (int i = 0; i < 1000 && OutcomeOf(item).calls() == 0; ++i)
     absl::SleepFor(absl::Milliseconds(5));
   EXPECT_EQ(OutcomeOf(item).calls(), 1);
@@ -467,19 +485,21 @@ TEST_F(BatcherTest, WaitingNextWakesAtDeadlineAndAnswersExpiredItems) {
 
 TEST_F(BatcherTest, IdleCallerDoesNotSpin) {
   Make();
+  ASSERT_TRUE(AwaitCallers(0));  // the sweeper is asleep
+  const int64_t before = clock_.WaitCalls();
   auto on1 = std::make_shared<TestMatrix>(std::vector<int>{1});
   auto item = Item(16, on1, Priority::kNormal, clock_.Now() + absl::Microseconds(10));
-  SubmitOk(item);
+  SubmitOk(item);  // wakes the sweeper, which sleeps again until just after the deadline
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1, before + 2));
   const int64_t calls = clock_.WaitCalls();
   absl::SleepFor(absl::Milliseconds(30));
   EXPECT_EQ(clock_.WaitCalls(), calls);
-  // At the deadline itself the item is not expired yet, and the caller stays asleep.
+  // At the deadline itself the item is not expired yet, and nobody wakes.
   clock_.Advance(absl::Microseconds(10));
   absl::SleepFor(absl::Milliseconds(30));
   EXPECT_EQ(OutcomeOf(item).calls(), 0);
-  EXPECT_LE(clock_.WaitCalls(), calls + 1);
+  EXPECT_EQ(clock_.WaitCalls(), calls);
   clock_.Advance(absl::Microseconds(1));
   for (int i = 0; i < 1000 && OutcomeOf(item).calls() == 0; ++i) {
     absl::SleepFor(absl::Milliseconds(5));
@@ -497,7 +517,7 @@ TEST_F(BatcherTest, CoalescedBatchReleasedByMemberDeadline) {
   SubmitOk(a);
   SubmitOk(b);
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   clock_.Advance(absl::Microseconds(50));
   std::optional<Batch> got = f.get();
   ASSERT_TRUE(got.has_value());
@@ -533,7 +553,7 @@ TEST_F(BatcherTest, CancelledRequestsSweptWhileWaiting) {
   item->cancelled = [&cancel] { return cancel.load(); };
   SubmitOk(item);
   auto f = AsyncNext(0);  // cannot run it; sweeps it
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   cancel = true;
   clock_.Advance(absl::Milliseconds(1));
   for (int i = 0; i < 1000 && OutcomeOf(item).calls() == 0; ++i)
@@ -542,6 +562,41 @@ TEST_F(BatcherTest, CancelledRequestsSweptWhileWaiting) {
   EXPECT_EQ(batcher_->QueueDepth(), 0);
   batcher_->Shutdown();
   EXPECT_FALSE(f.get().has_value());
+}
+
+// With no Next() call in progress (every device busy), the sweeper answers a request just after
+// its deadline, not when a device next asks for work.
+TEST_F(BatcherTest, SweeperAnswersAnExpiredRequestWhileNoCallerWaits) {
+  Make();
+  batcher_->DeviceIdle(0, 0);
+  SubmitOk(Item(16, nullptr));
+  ASSERT_TRUE(NextAtOnce(0).has_value());  // the only device is busy with this from now on
+  auto item = Item(16, w_, Priority::kNormal, clock_.Now() + absl::Milliseconds(300));
+  SubmitOk(item);
+  clock_.Advance(absl::Milliseconds(300));  // at the deadline itself it has not expired
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_EQ(OutcomeOf(item).calls(), 0);
+  clock_.Advance(absl::Microseconds(1));
+  ASSERT_TRUE(AwaitAnswer(item));
+  EXPECT_EQ(OutcomeOf(item).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(OutcomeOf(item).message(), "deadline exceeded after 300001us in queue");
+  EXPECT_EQ(batcher_->QueueDepth(), 0);
+}
+
+// A request cancelled while queued leaves within one sweep interval, with no Next() call waiting.
+TEST_F(BatcherTest, SweeperAnswersACancelledRequestWhileNoCallerWaits) {
+  Batcher::Options o;
+  o.sweep_interval = absl::Milliseconds(10);
+  Make(o);
+  auto item = Item(16, w_);
+  std::atomic<bool> cancel{false};
+  item->cancelled = [&cancel] { return cancel.load(); };
+  SubmitOk(item);
+  cancel = true;
+  clock_.Advance(absl::Milliseconds(10));
+  ASSERT_TRUE(AwaitAnswer(item));
+  EXPECT_EQ(OutcomeOf(item).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(batcher_->QueueDepth(), 0);
 }
 
 TEST_F(BatcherTest, FullQueueAnswersUnavailableAtOnce) {
@@ -567,7 +622,7 @@ TEST_F(BatcherTest, SubmitAllQueuesAMessageForAnIdleCallerToTakeWhole) {
   Make();
   batcher_->DeviceIdle(0, 0);
   auto f = AsyncNext(0);  // idle and waiting: takes the first arrival at once
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   std::vector<std::shared_ptr<WorkItem>> message;
   for (int i = 0; i < 4; ++i) message.push_back(Item(16, w_));
   const std::vector<absl::Status> statuses = batcher_->SubmitAll(message);
@@ -721,7 +776,7 @@ TEST_F(BatcherTest, ShutdownWakesWaitingCallers) {
   SubmitOk(a);
   // One caller takes `a` into a batch that waits for company; the other idles.
   auto waiting = AsyncNext(1);
-  ASSERT_TRUE(clock_.AwaitWaiters(2));
+  ASSERT_TRUE(AwaitCallers(2));
   batcher_->Shutdown();
   std::optional<Batch> g1 = idle.get();
   std::optional<Batch> g2 = waiting.get();
@@ -880,7 +935,7 @@ TEST_F(BatcherTest, OtherCallersServeTheQueueWhileOneWaitsForCompany) {
   auto a = Item(16, w_);
   SubmitOk(a);
   auto waiting = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   // A second caller does not queue up behind the coalescing batch: it takes the inline item.
   auto x = Item(16, nullptr);
   SubmitOk(x);
@@ -901,7 +956,7 @@ TEST_F(BatcherTest, RequestThatFillsAGatheredBatchReleasesIt) {
   Make(o);
   SubmitOk(Item(16, w_));
   auto gatherer = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   SubmitOk(Item(16, w_));
   SubmitOk(Item(16, w_));
   EXPECT_FALSE(Ready(gatherer));
@@ -913,7 +968,7 @@ TEST_F(BatcherTest, RequestThatFillsAGatheredBatchReleasesIt) {
   // One that does not fit wakes the gatherer too: the batch cannot grow any more.
   SubmitOk(Item(48, w_));
   auto second = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   SubmitOk(Item(32, w_));  // 48 + 32 > 64
   ASSERT_TRUE(ReadySoon(second));
   got = second.get();
@@ -925,14 +980,16 @@ TEST_F(BatcherTest, RequestThatFillsAGatheredBatchReleasesIt) {
 // then releases the batch at that deadline.
 TEST_F(BatcherTest, LateArrivalWithAnEarlierDeadlineMovesTheRelease) {
   Make();
-  SubmitOk(Item(16, w_));
+  ASSERT_TRUE(AwaitCallers(0));  // the sweeper is asleep
+  const int64_t before = clock_.WaitCalls();
+  SubmitOk(Item(16, w_));  // the sweeper wakes and sleeps again until its next sweep
   auto gatherer = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1, before + 2));
   auto urgent = Item(16, w_, Priority::kNormal, clock_.Now() + absl::Microseconds(20));
   const int64_t calls = clock_.WaitCalls();
   SubmitOk(urgent);
-  // The gatherer woke for the earlier deadline and went back to sleep until it.
-  if (!clock_.AwaitWaiters(1, calls + 1)) {
+  // The gatherer (and the sweeper) woke for the earlier deadline and went back to sleep.
+  if (!AwaitCallers(1, calls + 2)) {
     batcher_->Shutdown();  // so that the unfinished future does not block the test's end
     FAIL() << "the gatherer did not wake for the earlier deadline";
   }
@@ -950,9 +1007,9 @@ TEST_F(BatcherTest, RequestOfAnotherKeyWakesACallerWaitingForWork) {
   auto a = Item(16, w_);
   SubmitOk(a);
   auto gatherer = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   auto other = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(2));
+  ASSERT_TRUE(AwaitCallers(2));
   auto x = Item(16, nullptr);
   SubmitOk(x);
   ASSERT_TRUE(ReadySoon(other));
@@ -973,7 +1030,8 @@ TEST_F(BatcherTest, ReportsQueueDepthAndDropsToMetrics) {
   o.queue_capacity = 2;
   o.metrics = metrics->get();
   Make(o);
-  SubmitOk(Item(16, nullptr, Priority::kNormal, clock_.Now()));
+  auto expiring = Item(16, nullptr, Priority::kNormal, clock_.Now());
+  SubmitOk(expiring);
   SubmitOk(Item(16, nullptr));
   EXPECT_FALSE(batcher_->Submit(Item(16, nullptr)).ok());
   std::string text = (*metrics)->Serialize();
@@ -981,6 +1039,7 @@ TEST_F(BatcherTest, ReportsQueueDepthAndDropsToMetrics) {
   EXPECT_NE(text.find("gemm_batcher_dropped_total{reason=\"queue_full\"} 1"), std::string::npos);
   clock_.Advance(absl::Microseconds(1));
   ASSERT_TRUE(batcher_->Next(-1).has_value());
+  ASSERT_TRUE(AwaitAnswer(expiring));  // by this Next() or by the sweeper
   text = (*metrics)->Serialize();
   EXPECT_NE(text.find("gemm_queue_depth 0"), std::string::npos) << text;
   EXPECT_NE(text.find("gemm_batcher_dropped_total{reason=\"deadline\"} 1"), std::string::npos);
@@ -1003,12 +1062,12 @@ TEST_F(BatcherTest, CountsReleasedBatchesByReason) {
   ASSERT_TRUE(NextAtOnce(0).has_value());  // idle
   SubmitOk(Item(16, w_));
   auto f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   clock_.Advance(kDelay);
   ASSERT_TRUE(f.get().has_value());  // delay
   SubmitOk(Item(16, w_, Priority::kNormal, clock_.Now() + absl::Microseconds(10)));
   f = AsyncNext(0);
-  ASSERT_TRUE(clock_.AwaitWaiters(1));
+  ASSERT_TRUE(AwaitCallers(1));
   clock_.Advance(absl::Microseconds(10));
   ASSERT_TRUE(f.get().has_value());  // the member's deadline, before the delay
   SubmitOk(Item(16, w_));
@@ -1097,6 +1156,8 @@ TEST(BatcherStressTest, ExactlyOnceUnderConcurrency) {
   for (auto& t : submitters) t.join();
   batcher.Shutdown();
   for (auto& t : pullers) t.join();
+  EXPECT_EQ(batcher.QueueDepth(), 0);
+  created->reset();  // joins the sweeper: every drop it made has been answered
 
   EXPECT_FALSE(bad_batch);
   int handed_total = 0, completed_total = 0;
@@ -1105,7 +1166,6 @@ TEST(BatcherStressTest, ExactlyOnceUnderConcurrency) {
     handed_total += handed[i];
     completed_total += completed[i];
   }
-  EXPECT_EQ(batcher.QueueDepth(), 0);
   EXPECT_GT(handed_total, 0);
   EXPECT_GE(completed_total, kTotal / 11 / 2);  // at least the cancelled ones, mostly
 }

@@ -1,12 +1,15 @@
 // Tests of MetricsHttpServer on loopback: what /metrics, HEAD, other paths, other methods and
-// malformed requests get; that a silent client cannot stall scrapes; bind errors; prompt shutdown.
+// malformed requests get; that silent clients (a few, or more than the server keeps) cannot stall
+// scrapes; bind errors; prompt shutdown.
 #include "server/core/metrics_http.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -141,6 +144,48 @@ TEST_F(MetricsHttpServerTest, SilentClientDoesNotBlockScrapes) {
   char c;
   EXPECT_EQ(recv(silent, &c, 1, 0), 0);
   close(silent);
+}
+
+// Whether `fd` is still open at the server's end: nothing to read yet, and no end of stream.
+bool StillOpen(int fd) {
+  char c;
+  return recv(fd, &c, 1, MSG_DONTWAIT) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+// Connections are served side by side: a scrape is answered while six clients that connected
+// first say nothing (all six still waiting for their read timeout), not after them.
+TEST_F(MetricsHttpServerTest, ScrapeIsAnsweredWhileSixClientsStaySilent) {
+  std::vector<int> silent;
+  for (int i = 0; i < 6; ++i) {
+    silent.push_back(ConnectLoopback(server_->port()));
+    ASSERT_GE(silent.back(), 0);
+  }
+  absl::SleepFor(absl::Milliseconds(50));  // let the server take them
+  const absl::Time start = absl::Now();
+  const Reply r = Send(Request("GET", "/metrics"));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(r.status_line, "HTTP/1.1 200 OK");
+  EXPECT_LT(took, absl::Seconds(1));
+  for (int fd : silent) {
+    EXPECT_TRUE(StillOpen(fd)) << "a silent connection was dropped before the scrape was answered";
+    close(fd);
+  }
+}
+
+// More silent clients than the server keeps connections for: the oldest silent ones make room,
+// and a scrape is still answered at once.
+TEST_F(MetricsHttpServerTest, ScrapeIsAnsweredPastTheConnectionCap) {
+  std::vector<int> silent;
+  for (int i = 0; i < 200; ++i) {
+    silent.push_back(ConnectLoopback(server_->port()));
+    ASSERT_GE(silent.back(), 0);
+  }
+  absl::SleepFor(absl::Milliseconds(100));
+  const absl::Time start = absl::Now();
+  const Reply r = Send(Request("GET", "/metrics"));
+  EXPECT_EQ(r.status_line, "HTTP/1.1 200 OK");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  for (int fd : silent) close(fd);
 }
 
 TEST_F(MetricsHttpServerTest, BindingATakenPortFails) {

@@ -134,6 +134,17 @@ TEST(MetricsTest, Gauges) {
   EXPECT_TRUE(Has(text, "gemm_batcher_dropped_total{reason=\"deadline\"} 2")) << text;
 }
 
+TEST(MetricsTest, ConnectionsShedFollowTheListenersTotals) {
+  auto m = *Metrics::Create(0);
+  m->SetConnectionsShed("max_connections", 0);
+  m->SetConnectionsShed("out_of_descriptors", 5);
+  m->SetConnectionsShed("out_of_descriptors", 12);
+  m->SetConnectionsShed("out_of_descriptors", 7);  // never goes back
+  const std::string text = m->Serialize();
+  EXPECT_TRUE(Has(text, "gemm_connections_shed_total{reason=\"max_connections\"} 0")) << text;
+  EXPECT_TRUE(Has(text, "gemm_connections_shed_total{reason=\"out_of_descriptors\"} 12")) << text;
+}
+
 TEST(MetricsTest, KernelInfoReplacesPreviousKernel) {
   auto m = *Metrics::Create(0);
   m->SetKernel(0, "sm90_wgmma");
