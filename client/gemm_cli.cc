@@ -149,8 +149,7 @@ int Verify(const gemm::client::GemmCommand& cmd, const gemm::client::BuiltReques
            const v1::GemmResponse& response) {
   absl::StatusOr<double> worst = gemm::client::WorstRelativeError(
       built.problems,
-      {.b_nk = cmd.b_nk, .out_fp32 = cmd.out_fp32, .alpha = cmd.alpha, .beta = cmd.beta},
-      response);
+      {.b_nk = cmd.b_nk, .out_fp32 = cmd.out_fp32, .alpha = cmd.alpha, .beta = cmd.beta}, response);
   if (!worst.ok()) return Fail(worst.status());
   double tol = absl::GetFlag(FLAGS_tolerance);
   if (tol < 0) tol = cmd.out_fp32 ? 1e-5 : 8e-3;
@@ -181,8 +180,9 @@ int RunGemm(GemmClient& client) {
     if (response->outputs_size() < 1) return Fail(absl::InternalError("response has no output"));
     const v1::Output& o = response->outputs(0);
     const std::vector<int64_t> shape(o.shape().begin(), o.shape().end());
-    const absl::Status s = gemm::WriteNpy(absl::GetFlag(FLAGS_out_npy), shape,
-                                          gemm::DecodeOutput(o.data(), o.dtype() == v1::DTYPE_FP32));
+    const absl::Status s =
+        gemm::WriteNpy(absl::GetFlag(FLAGS_out_npy), shape,
+                       gemm::DecodeOutput(o.data(), o.dtype() == v1::DTYPE_FP32));
     if (!s.ok()) return Fail(s);
   }
   return absl::GetFlag(FLAGS_verify) ? Verify(*cmd, *built, *response) : 0;
@@ -190,13 +190,13 @@ int RunGemm(GemmClient& client) {
 
 int RunRegister(GemmClient& client) {
   absl::BitGen gen;
-  auto registration = gemm::client::BuildRegistration(
-      {.rows = absl::GetFlag(FLAGS_rows),
-       .cols = absl::GetFlag(FLAGS_cols),
-       .name = absl::GetFlag(FLAGS_name),
-       .b_nk = absl::GetFlag(FLAGS_b_layout) == "nk",
-       .b_npy = absl::GetFlag(FLAGS_b_npy)},
-      gen);
+  auto registration =
+      gemm::client::BuildRegistration({.rows = absl::GetFlag(FLAGS_rows),
+                                       .cols = absl::GetFlag(FLAGS_cols),
+                                       .name = absl::GetFlag(FLAGS_name),
+                                       .b_nk = absl::GetFlag(FLAGS_b_layout) == "nk",
+                                       .b_npy = absl::GetFlag(FLAGS_b_npy)},
+                                      gen);
   if (!registration.ok()) return FailBuilding(registration.status());
   auto info = client.RegisterMatrix(registration->first, registration->second);
   if (!info.ok()) return Fail(info.status());

@@ -47,8 +47,8 @@ class Dim {
       return absl::OkStatus();
     }
     if (value == value_) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(name_, " differs: ", source_, " gives ",
-                                                   value_, ", ", source, " gives ", value));
+    return absl::InvalidArgumentError(absl::StrCat(name_, " differs: ", source_, " gives ", value_,
+                                                   ", ", source, " gives ", value));
   }
 
   int64_t Get() const { return source_.empty() ? kDefaultDim : value_; }
@@ -74,12 +74,11 @@ absl::StatusOr<std::pair<int64_t, int64_t>> MatrixDims(const NpyOperand& op,
   const std::vector<int64_t>& s = op.array.shape;
   if (s.size() == 2 && (count == 0 || shared_ok)) return std::make_pair(s[0], s[1]);
   if (s.size() == 3 && count > 0 && s[0] == count) return std::make_pair(s[1], s[2]);
-  const std::string want = count == 0 ? std::string(layout)
-                                      : absl::StrCat("[", count, ",", layout.substr(1));
-  return absl::InvalidArgumentError(absl::StrCat(op.path, ": shape ", absl::StrJoin(s, "x"),
-                                                 " does not fit ", want,
-                                                 count > 0 ? absl::StrCat(" (--batch=", count, ")")
-                                                           : ""));
+  const std::string want =
+      count == 0 ? std::string(layout) : absl::StrCat("[", count, ",", layout.substr(1));
+  return absl::InvalidArgumentError(
+      absl::StrCat(op.path, ": shape ", absl::StrJoin(s, "x"), " does not fit ", want,
+                   count > 0 ? absl::StrCat(" (--batch=", count, ")") : ""));
 }
 
 // The files of a single problem (or batch).
@@ -144,8 +143,8 @@ absl::Status CheckShape(const Shape& s, int64_t count) {
         absl::StrCat("shape ", s.m, "x", s.n, "x", s.k, ": dimensions must be >= 0"));
   }
   if (!Fits(count, s.m, s.k) || !Fits(count, s.k, s.n) || !Fits(count, s.m, s.n)) {
-    return absl::InvalidArgumentError(absl::StrCat("shape ", s.m, "x", s.n, "x", s.k,
-                                                   ": an operand exceeds 2^30 elements"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", s.m, "x", s.n, "x", s.k, ": an operand exceeds 2^30 elements"));
   }
   return absl::OkStatus();
 }
@@ -187,8 +186,7 @@ std::string OperandC(const std::optional<NpyOperand>& file, int64_t elements, bo
 ProblemOperands MakeOperands(const GemmCommand& cmd, const Shape& s, int64_t count,
                              const OperandFiles& files, absl::BitGenRef gen) {
   ProblemOperands op{.m = s.m, .n = s.n, .k = s.k, .count = count};
-  op.a = files.a ? FloatsToBf16Bytes(files.a->array.data)
-                 : RandomBf16Bytes(count * s.m * s.k, gen);
+  op.a = files.a ? FloatsToBf16Bytes(files.a->array.data) : RandomBf16Bytes(count * s.m * s.k, gen);
   if (cmd.b_handle.empty()) {
     if (files.b) {
       op.b = FloatsToBf16Bytes(files.b->array.data);
@@ -226,9 +224,9 @@ void FillProblem(const GemmCommand& cmd, const ProblemOperands& op, v1::Problem*
 absl::StatusOr<BuiltRequest> BuildGemmRequest(const GemmCommand& cmd, absl::BitGenRef gen) {
   if (absl::Status s = CheckCombinations(cmd); !s.ok()) return s;
   OperandFiles files;
-  for (auto [path, file] : {std::make_pair(&cmd.a_npy, &files.a),
-                            std::make_pair(&cmd.b_npy, &files.b),
-                            std::make_pair(&cmd.c_npy, &files.c)}) {
+  for (auto [path, file] :
+       {std::make_pair(&cmd.a_npy, &files.a), std::make_pair(&cmd.b_npy, &files.b),
+        std::make_pair(&cmd.c_npy, &files.c)}) {
     absl::StatusOr<std::optional<NpyOperand>> read = ReadOperand(*path);
     if (!read.ok()) return read.status();
     *file = *std::move(read);
@@ -283,8 +281,8 @@ absl::StatusOr<std::pair<v1::MatrixHeader, std::string>> BuildRegistration(
   }
   if (!s.ok()) return s;
   if (rows.Get() < 0 || cols.Get() < 0 || !Fits(1, rows.Get(), cols.Get())) {
-    return absl::InvalidArgumentError(absl::StrCat("matrix ", rows.Get(), "x", cols.Get(),
-                                                   ": needs dimensions >= 0, 2^30 elements at most"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "matrix ", rows.Get(), "x", cols.Get(), ": needs dimensions >= 0, 2^30 elements at most"));
   }
   v1::MatrixHeader header;
   header.set_name(cmd.name);

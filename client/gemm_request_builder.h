@@ -19,9 +19,9 @@ namespace gemm::client {
 struct GemmCommand {
   // Problem shape; unset: from the .npy files, else 128.
   std::optional<int64_t> m, n, k;
-  int64_t batch = 0;     // same-shape batch of this many problems (0: one problem)
-  std::string group;     // heterogeneous group "MxNxK,MxNxK,..." (empty: none)
-  bool b_nk = false;     // B is [N,K] instead of [K,N]
+  int64_t batch = 0;      // same-shape batch of this many problems (0: one problem)
+  std::string group;      // heterogeneous group "MxNxK,MxNxK,..." (empty: none)
+  bool b_nk = false;      // B is [N,K] instead of [K,N]
   bool out_fp32 = false;  // output (and C) dtype FP32 instead of BF16
   double alpha = 1.0, beta = 0.0;
   // Operands from float32/float64 .npy files: A [M,K], B [K,N] or [N,K], C [M,N]; with --batch,
@@ -35,11 +35,11 @@ struct GemmCommand {
 // One problem's host-side operands (for the whole batch), kept for --verify.
 struct ProblemOperands {
   int64_t m = 0, n = 0, k = 0;
-  int64_t count = 1;      // matrices in the batch
-  std::string a;          // BF16 [count,M,K]
-  std::string b;          // BF16 [K,N] or [N,K], once or `count` times; empty with b_handle
-  bool b_shared = true;   // one B for the whole batch
-  std::string c;          // [count,M,N] in the output dtype; empty when beta == 0
+  int64_t count = 1;     // matrices in the batch
+  std::string a;         // BF16 [count,M,K]
+  std::string b;         // BF16 [K,N] or [N,K], once or `count` times; empty with b_handle
+  bool b_shared = true;  // one B for the whole batch
+  std::string c;         // [count,M,N] in the output dtype; empty when beta == 0
 };
 
 struct BuiltRequest {

@@ -39,8 +39,8 @@ absl::StatusOr<double> WorstRelativeError(const std::vector<ProblemOperands>& pr
                                           const VerifyOptions& options,
                                           const v1::GemmResponse& response) {
   if (response.outputs_size() != static_cast<int>(problems.size())) {
-    return absl::InternalError(absl::StrCat("expected ", problems.size(), " outputs, got ",
-                                            response.outputs_size()));
+    return absl::InternalError(
+        absl::StrCat("expected ", problems.size(), " outputs, got ", response.outputs_size()));
   }
   const int64_t out_bytes = options.out_fp32 ? 4 : 2;
   double worst = 0;
@@ -49,8 +49,8 @@ absl::StatusOr<double> WorstRelativeError(const std::vector<ProblemOperands>& pr
     const std::vector<float> out = DecodeOutput(response.outputs(i).data(), options.out_fp32);
     const int64_t mn = op.m * op.n, mk = op.m * op.k, kn = op.k * op.n;
     if (static_cast<int64_t>(out.size()) != op.count * mn) {
-      return absl::InternalError(absl::StrCat("output ", i, " holds ", out.size(),
-                                              " values, expected ", op.count * mn));
+      return absl::InternalError(
+          absl::StrCat("output ", i, " holds ", out.size(), " values, expected ", op.count * mn));
     }
     for (int64_t b = 0; b < op.count; ++b) {
       std::vector<float> c;

@@ -49,10 +49,9 @@ std::vector<char*> ParseCommandLine(int argc, char** argv, const CommandLineUsag
   namespace fi = absl::flags_internal;
   // NOTE: absl::ParseCommandLine ends --help with exit status 1; parsing without the usage flags
   // and handling them here makes an asked-for help a success.
-  std::vector<char*> positional =
-      fi::ParseCommandLineImpl(argc, argv, fi::ArgvListAction::kRemoveParsedArgs,
-                               fi::UsageFlagsAction::kIgnoreUsage,
-                               fi::OnUndefinedFlag::kAbortIfUndefined);
+  std::vector<char*> positional = fi::ParseCommandLineImpl(
+      argc, argv, fi::ArgvListAction::kRemoveParsedArgs, fi::UsageFlagsAction::kIgnoreUsage,
+      fi::OnUndefinedFlag::kAbortIfUndefined);
   if (fi::HandleUsageFlags(std::cout, absl::ProgramUsageMessage()) != -1) {
     std::cout.flush();
     std::exit(0);

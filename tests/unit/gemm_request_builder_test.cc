@@ -107,8 +107,7 @@ TEST(GemmRequestBuilderTest, DefaultsAndGroups) {
   ASSERT_EQ(built->request.group().problems_size(), 2);
   EXPECT_EQ(built->request.group().problems(1).k(), 8);
   EXPECT_EQ(Build({.group = "3x4"}).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(Build({.m = 3, .group = "3x4x5"}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Build({.m = 3, .group = "3x4x5"}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(GemmRequestBuilderTest, RejectsWhatCannotBeBuilt) {

@@ -22,9 +22,9 @@ TEST(VerifyResponseTest, BlasReferenceMatchesTheFloat64Loop) {
     bool nk;
     double alpha, beta;
   };
-  for (const Case& c : {Case{1, 1, 1, false, 1, 0}, Case{33, 17, 65, false, 1.5, 0.5},
-                        Case{8, 40, 24, true, -2, 1}, Case{5, 3, 0, false, 1, 2},
-                        Case{0, 4, 4, true, 1, 0}, Case{64, 64, 64, true, 1, 0}}) {
+  for (const Case& c :
+       {Case{1, 1, 1, false, 1, 0}, Case{33, 17, 65, false, 1.5, 0.5}, Case{8, 40, 24, true, -2, 1},
+        Case{5, 3, 0, false, 1, 2}, Case{0, 4, 4, true, 1, 0}, Case{64, 64, 64, true, 1, 0}}) {
     const std::string a = RandomBf16Bytes(c.m * c.k, gen);
     const std::string b = RandomBf16Bytes(c.k * c.n, gen);
     std::vector<float> addend;
@@ -51,12 +51,12 @@ struct Fixture {
 Fixture MakeFixture(int64_t m, int64_t n, int64_t k) {
   absl::BitGen gen;
   Fixture f;
-  f.op = {.m = m, .n = n, .k = k, .a = RandomBf16Bytes(m * k, gen),
-          .b = RandomBf16Bytes(k * n, gen)};
+  f.op = {
+      .m = m, .n = n, .k = k, .a = RandomBf16Bytes(m * k, gen), .b = RandomBf16Bytes(k * n, gen)};
   const std::vector<double> ref = ReferenceGemm({m, n, k}, f.op.a, f.op.b);
   std::vector<float> d(ref.begin(), ref.end());
-  f.response.add_outputs()->set_data(std::string(reinterpret_cast<const char*>(d.data()),
-                                                 d.size() * sizeof(float)));
+  f.response.add_outputs()->set_data(
+      std::string(reinterpret_cast<const char*>(d.data()), d.size() * sizeof(float)));
   return f;
 }
 
