@@ -165,28 +165,30 @@ absl::Status GemmClient::WaitForServing(absl::Duration timeout) {
     return stub->Check(&context, request, response);
   };
   std::string last = "no answer";
-  for (;;) {
-    health::HealthCheckResponse response;
-    const grpc::Status s = check(true, deadline, &response);
-    if (s.ok() && response.status() == health::HealthCheckResponse::SERVING) {
-      return absl::OkStatus();
-    }
-    if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) return absl::OkStatus();
+  // Whether an answer says the server serves (one without a health service answers too);
+  // otherwise keeps what it said in `last`.
+  auto serving = [&](const grpc::Status& s, const health::HealthCheckResponse& response) {
+    if (s.ok() && response.status() == health::HealthCheckResponse::SERVING) return true;
+    if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) return true;
     if (s.ok()) {
       last = absl::StrCat("health check says ",
                           health::HealthCheckResponse::ServingStatus_Name(response.status()));
     } else if (s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
       last = FromGrpcStatus(s).ToString();
     }
-    if (absl::Now() >= deadline) break;
+    return false;
+  };
+  while (absl::Now() < deadline) {
+    health::HealthCheckResponse response;
+    if (serving(check(true, deadline, &response), response)) return absl::OkStatus();
     std::this_thread::sleep_for(
         absl::ToChronoNanoseconds(std::min(absl::Milliseconds(100), deadline - absl::Now())));
   }
-  // Nothing answered in time: one call that does not wait says why the connection failed.
+  // Nothing answered in time: one call that does not wait says why the connection failed (or,
+  // with no time to wait at all, whether the server serves now).
   health::HealthCheckResponse response;
-  const grpc::Status s = check(false, absl::Now() + absl::Seconds(1), &response);
-  if (!s.ok() && s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
-    last = FromGrpcStatus(s).ToString();
+  if (serving(check(false, absl::Now() + absl::Seconds(1), &response), response)) {
+    return absl::OkStatus();
   }
   return absl::UnavailableError(
       absl::StrFormat("%s is not serving after %s: %s", target_,

@@ -1,6 +1,7 @@
 // The HTML report: run description, charts, results and time-breakdown tables, errors.
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -25,6 +26,13 @@ constexpr char kStyle[] =
 std::string Num(double v, int digits = 3) {
   if (!std::isfinite(v)) return "-";
   return absl::StrFormat("%.*f", digits, v);
+}
+
+// Table cells of times in ms.
+std::string MsCells(std::initializer_list<double> values) {
+  std::string cells;
+  for (double ms : values) absl::StrAppend(&cells, "<td>", Num(ms), "</td>");
+  return cells;
 }
 
 std::string PointLevel(const PointResult& p) {
@@ -183,11 +191,9 @@ std::string ResultsTable(const Report& report, const std::vector<PointSummary>& 
                     "</td><td>", p.windows, "</td><td>", p.measured.ok, "</td><td",
                     p.measured.failed ? " class=\"bad\"" : "", ">", p.measured.failed, "</td><td>",
                     Num(s.throughput_rps, 1), "</td><td>", Num(s.tflops, 4), "</td><td>",
-                    Num(s.payload_gbps, 3), "</td>");
-    for (double ms : {s.lat_mean_ms, s.lat_p50_ms, s.lat_p90_ms, s.lat_p95_ms, s.lat_p99_ms,
-                      s.lat_p999_ms, s.lat_max_ms}) {
-      absl::StrAppend(&h, "<td>", Num(ms), "</td>");
-    }
+                    Num(s.payload_gbps, 3), "</td>",
+                    MsCells({s.lat_mean_ms, s.lat_p50_ms, s.lat_p90_ms, s.lat_p95_ms, s.lat_p99_ms,
+                             s.lat_p999_ms, s.lat_max_ms}));
     absl::StrAppend(&h, "<td>", p.measured.verified, "</td><td",
                     p.measured.mismatches ? " class=\"bad\"" : "", ">", p.measured.mismatches,
                     "</td></tr>\n");
@@ -208,13 +214,12 @@ std::string BreakdownTable(const Report& report, const std::vector<PointSummary>
     for (const auto& [name, n] : p.measured.kernels) {
       kernels.push_back(absl::StrCat(name, " (", n, ")"));
     }
-    absl::StrAppend(&h, "<tr><td class=\"l\">", HtmlEscape(p.Label()), "</td>");
-    for (double ms : {s.lat_mean_ms, s.client_transport_ms, s.server_total_ms, s.server_queue_ms,
-                      s.server_copy_in_ms, s.server_compute_ms, s.server_copy_out_ms}) {
-      absl::StrAppend(&h, "<td>", Num(ms), "</td>");
-    }
-    absl::StrAppend(&h, "<td>", Num(s.server_batch_requests, 2), "</td><td class=\"l\">",
-                    HtmlEscape(absl::StrJoin(kernels, ", ")), "</td></tr>\n");
+    absl::StrAppend(
+        &h, "<tr><td class=\"l\">", HtmlEscape(p.Label()), "</td>",
+        MsCells({s.lat_mean_ms, s.client_transport_ms, s.server_total_ms, s.server_queue_ms,
+                 s.server_copy_in_ms, s.server_compute_ms, s.server_copy_out_ms}),
+        "<td>", Num(s.server_batch_requests, 2), "</td><td class=\"l\">",
+        HtmlEscape(absl::StrJoin(kernels, ", ")), "</td></tr>\n");
   }
   return h + "</table>\n";
 }

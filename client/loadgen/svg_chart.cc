@@ -92,24 +92,22 @@ Ticks AutoTicks(double lo, double hi, bool log) {
 void DrawAxes(const Frame& f, std::string* svg) {
   const double left = Frame::kLeft, top = Frame::kTop;
   const double pw = Frame::kPlotWidth, ph = Frame::kPlotHeight;
-  for (const auto& [v, label] :
-       f.x.ticks.empty() ? AutoTicks(f.xmin, f.xmax, f.x.log) : f.x.ticks) {
-    const double x = f.X(v);
-    absl::StrAppendFormat(
-        svg,
-        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#444\">%s</text>\n",
-        x, top, x, top + ph, x, top + ph + 16, HtmlEscape(label));
-  }
-  for (const auto& [v, label] :
-       f.y.ticks.empty() ? AutoTicks(f.ymin, f.ymax, f.y.log) : f.y.ticks) {
-    const double y = f.Y(v);
-    absl::StrAppendFormat(
-        svg,
-        "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
-        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#444\">%s</text>\n",
-        left, y, left + pw, y, left - 6, y + 4, HtmlEscape(label));
-  }
+  // The ticks of one axis: vertical grid lines labelled below (x) or horizontal ones labelled
+  // on the left (y).
+  auto grid = [&](const Axis& axis, double lo, double hi, bool x_axis) {
+    for (const auto& [v, label] : axis.ticks.empty() ? AutoTicks(lo, hi, axis.log) : axis.ticks) {
+      const double at = x_axis ? f.X(v) : f.Y(v);
+      absl::StrAppendFormat(
+          svg,
+          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>"
+          "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" fill=\"#444\">%s</text>\n",
+          x_axis ? at : left, x_axis ? top : at, x_axis ? at : left + pw, x_axis ? top + ph : at,
+          x_axis ? at : left - 6, x_axis ? top + ph + 16 : at + 4, x_axis ? "middle" : "end",
+          HtmlEscape(label));
+    }
+  };
+  grid(f.x, f.xmin, f.xmax, true);
+  grid(f.y, f.ymin, f.ymax, false);
   absl::StrAppendFormat(svg,
                         "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
                         "stroke=\"#888\"/>\n"

@@ -145,8 +145,9 @@ def check_healthy_point(point):
 
 def case_closed(a):
     with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        # --wait_for_server_s=0: one health check, which a serving server passes.
         out, paths = run_loadgen(["--target=" + server.target, "--shapes=64x64x64@3,32x64x16@1",
-                                  "--concurrency=1:2:x2", "--channels=2",
+                                  "--concurrency=1:2:x2", "--channels=2", "--wait_for_server_s=0",
                                   "--grpc_arg=grpc.http2.max_frame_size=1048576"] + FAST,
                                  a.loadgen, a.workdir, "closed")
         bad, _ = run_loadgen(["--target=" + server.target, "--grpc_arg=oops"] + FAST,
