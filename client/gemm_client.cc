@@ -2,9 +2,12 @@
 #include "client/gemm_client.h"
 
 #include <algorithm>
+#include <thread>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 
 namespace gemm::client {
 
@@ -33,11 +36,11 @@ absl::StatusOr<std::unique_ptr<GemmClient>> GemmClient::Create(const Options& op
     channels.push_back(
         grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args));
   }
-  return std::unique_ptr<GemmClient>(new GemmClient(std::move(channels)));
+  return std::unique_ptr<GemmClient>(new GemmClient(options.target, std::move(channels)));
 }
 
-GemmClient::GemmClient(std::vector<std::shared_ptr<grpc::Channel>> channels)
-    : channels_(std::move(channels)) {
+GemmClient::GemmClient(std::string target, std::vector<std::shared_ptr<grpc::Channel>> channels)
+    : target_(std::move(target)), channels_(std::move(channels)) {
   for (auto& c : channels_) stubs_.push_back(v1::GemmService::NewStub(c));
 }
 
@@ -146,6 +149,50 @@ absl::Status GemmClient::UnregisterSharedMemory(const std::string& name) {
 
 bool GemmClient::WaitForConnected(absl::Duration timeout) {
   return channels_[0]->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout));
+}
+
+absl::Status GemmClient::WaitForServing(absl::Duration timeout) {
+  namespace health = grpc::health::v1;
+  const absl::Time deadline = absl::Now() + timeout;
+  const std::unique_ptr<health::Health::Stub> stub = health::Health::NewStub(channels_[0]);
+  health::HealthCheckRequest request;
+  request.set_service(v1::GemmService::service_full_name());
+  // Asks once; `wait` rides out a connection that is not up yet until the deadline.
+  auto check = [&](bool wait, absl::Time until, health::HealthCheckResponse* response) {
+    grpc::ClientContext context;
+    context.set_wait_for_ready(wait);
+    context.set_deadline(absl::ToChronoTime(until));
+    return stub->Check(&context, request, response);
+  };
+  std::string last = "no answer";
+  // Whether an answer says the server serves (one without a health service answers too);
+  // otherwise keeps what it said in `last`.
+  auto serving = [&](const grpc::Status& s, const health::HealthCheckResponse& response) {
+    if (s.ok() && response.status() == health::HealthCheckResponse::SERVING) return true;
+    if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) return true;
+    if (s.ok()) {
+      last = absl::StrCat("health check says ",
+                          health::HealthCheckResponse::ServingStatus_Name(response.status()));
+    } else if (s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      last = FromGrpcStatus(s).ToString();
+    }
+    return false;
+  };
+  while (absl::Now() < deadline) {
+    health::HealthCheckResponse response;
+    if (serving(check(true, deadline, &response), response)) return absl::OkStatus();
+    std::this_thread::sleep_for(
+        absl::ToChronoNanoseconds(std::min(absl::Milliseconds(100), deadline - absl::Now())));
+  }
+  // Nothing answered in time: one call that does not wait says why the connection failed (or,
+  // with no time to wait at all, whether the server serves now).
+  health::HealthCheckResponse response;
+  if (serving(check(false, absl::Now() + absl::Seconds(1), &response), response)) {
+    return absl::OkStatus();
+  }
+  return absl::UnavailableError(
+      absl::StrFormat("%s is not serving after %s: %s", target_,
+                      absl::FormatDuration(absl::Ceil(timeout, absl::Milliseconds(1))), last));
 }
 
 }  // namespace gemm::client

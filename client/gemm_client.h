@@ -1,7 +1,6 @@
 // Client library for gemm.v1.GemmService: a channel with the right message limits plus
 // convenience calls (unary GEMM, chunked RegisterMatrix, release/list, server info, shared-memory
-// regions) and helpers
-// to build requests from float matrices. Thread-safe (one instance can serve many threads).
+// regions, waiting for the server's health). Thread-safe (one instance can serve many threads).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -74,14 +73,21 @@ class GemmClient {
   // Blocks until the first channel is connected or `timeout` passes.
   bool WaitForConnected(absl::Duration timeout);
 
+  // Blocks until the server reports gemm.v1.GemmService as SERVING through the standard health
+  // check (grpc.health.v1), riding out refused connections while it starts, or `timeout`
+  // passes. OK when serving (or when the server has no health service but answers);
+  // UNAVAILABLE saying what the server or the connection last said otherwise.
+  absl::Status WaitForServing(absl::Duration timeout);
+
   // Stub of channel `i % channels` (for streaming and async use).
   v1::GemmService::Stub* stub(int i = 0) { return stubs_[i % stubs_.size()].get(); }
 
  private:
-  explicit GemmClient(std::vector<std::shared_ptr<grpc::Channel>> channels);
+  GemmClient(std::string target, std::vector<std::shared_ptr<grpc::Channel>> channels);
   // Sends a RegisterSharedMemory request.
   absl::StatusOr<v1::SharedMemoryInfo> RegisterRegion(
       const v1::RegisterSharedMemoryRequest& request);
+  std::string target_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
   std::vector<std::unique_ptr<v1::GemmService::Stub>> stubs_;
   std::atomic<uint64_t> next_{0};

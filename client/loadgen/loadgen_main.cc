@@ -1,9 +1,10 @@
 // gemm_loadgen: load generator for gemm.v1.GemmService. Closed loop (--concurrency, sweeps like
-// 1:64:x2) or open loop (--rate, constant or Poisson arrivals, sweeps); per point a warm-up and
-// measurement windows until three agree; reports as a table on stdout and --json/--csv/--html.
-// Exit status: 0 success; 1 errors above --max_error_fraction, verification mismatches or no
-// successful request; 2 bad flags or setup failure; 130 interrupted (Ctrl-C; reports still
-// written).
+// 1:64:x2) or open loop (--rate, constant or Poisson arrivals, sweeps); before each point it waits
+// for every target's health check to say SERVING; per point a warm-up and measurement windows
+// until three agree; reports as a table on stdout and --json/--csv/--html.
+// Exit status: 0 success; 1 no server serving within --wait_for_server_s, errors above
+// --max_error_fraction, verification mismatches or no successful request; 2 bad flags or setup
+// failure; 130 interrupted (Ctrl-C; reports still written).
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,9 +20,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -34,6 +33,7 @@
 #include "client/loadgen/workload.h"
 #include "common/abseil_runtime.h"
 #include "common/channel_args.h"
+#include "common/cli_flags.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server(s): comma-separated gRPC targets (host:port, dns:///name:port, ...); requests "
@@ -113,22 +113,31 @@ ABSL_FLAG(std::string, csv, "", "Write the CSV report here");
 ABSL_FLAG(std::string, html, "", "Write the self-contained HTML report here");
 ABSL_FLAG(std::string, progress, "auto",
           "Live progress line on stderr: auto (when a TTY), on, off");
+ABSL_FLAG(double, wait_for_server_s, 30,
+          "Before each sweep point, wait up to this many seconds for every target to report "
+          "SERVING through the gRPC health check (grpc.health.v1); none serving by then ends the "
+          "run with exit status 1");
 
 namespace {
 
 using gemm::loadgen::BSource;
+namespace lg = gemm::loadgen;
+
+constexpr int kExitFail = 1;
+constexpr int kExitInterrupted = 130;
 
 std::atomic<bool> g_stop{false};
 
 void OnSignal(int) {
-  if (g_stop.exchange(true)) _exit(130);  // second Ctrl-C: leave now
+  if (g_stop.exchange(true)) _exit(kExitInterrupted);  // second Ctrl-C: leave now
   const char msg[] = "\ngemm_loadgen: stopping (Ctrl-C again to quit at once)\n";
   (void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
 }
 
+// A bad flag or a setup failure.
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "gemm_loadgen: %s\n", std::string(status.message()).c_str());
-  return 2;
+  return gemm::kUsageErrorExit;
 }
 
 // Applies a --workload file as new flag defaults, before the command line is parsed (so the
@@ -149,8 +158,7 @@ absl::Status ApplyWorkloadFile(int argc, char** argv) {
   if (!f) return absl::NotFoundError(absl::StrCat("cannot read workload file ", path));
   std::stringstream ss;
   ss << f.rdbuf();
-  absl::StatusOr<std::map<std::string, std::string>> kv =
-      gemm::loadgen::ParseKeyValueText(ss.str());
+  absl::StatusOr<std::map<std::string, std::string>> kv = lg::ParseKeyValueText(ss.str());
   if (!kv.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", kv.status().message()));
   for (const auto& [key, value] : *kv) {
     absl::CommandLineFlag* flag = absl::FindCommandLineFlag(key);
@@ -166,52 +174,170 @@ absl::Status ApplyWorkloadFile(int argc, char** argv) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<gemm::loadgen::WorkloadSpec> WorkloadFromFlags() {
-  gemm::loadgen::WorkloadSpec w;
-  auto shapes = gemm::loadgen::ParseShapes(absl::GetFlag(FLAGS_shapes));
+// The request side of the workload flags (shapes, B, layout, dtype, priority, RPC).
+absl::Status RequestFlags(lg::WorkloadSpec* w) {
+  auto shapes = lg::ParseShapes(absl::GetFlag(FLAGS_shapes));
   if (!shapes.ok()) return shapes.status();
-  w.shapes = *shapes;
-  auto b = gemm::loadgen::ParseBSource(absl::GetFlag(FLAGS_b));
+  w->shapes = *shapes;
+  auto b = lg::ParseBSource(absl::GetFlag(FLAGS_b));
   if (!b.ok()) return b.status();
-  w.b_source = *b;
-  auto nk = gemm::loadgen::ParseLayoutNk(absl::GetFlag(FLAGS_b_layout));
+  w->b_source = *b;
+  auto nk = lg::ParseLayoutNk(absl::GetFlag(FLAGS_b_layout));
   if (!nk.ok()) return nk.status();
-  w.b_nk = *nk;
-  auto fp32 = gemm::loadgen::ParseOutputFp32(absl::GetFlag(FLAGS_output_dtype));
+  w->b_nk = *nk;
+  auto fp32 = lg::ParseOutputFp32(absl::GetFlag(FLAGS_output_dtype));
   if (!fp32.ok()) return fp32.status();
-  w.output_fp32 = *fp32;
-  auto high = gemm::loadgen::ParsePriorityHigh(absl::GetFlag(FLAGS_priority));
+  w->output_fp32 = *fp32;
+  auto high = lg::ParsePriorityHigh(absl::GetFlag(FLAGS_priority));
   if (!high.ok()) return high.status();
-  w.priority_high = *high;
-  if (auto s = gemm::loadgen::ParseRpc(absl::GetFlag(FLAGS_rpc), &w); !s.ok()) return s;
-  auto sync = gemm::loadgen::ParseSyncCallers(absl::GetFlag(FLAGS_client_api));
+  w->priority_high = *high;
+  if (auto s = lg::ParseRpc(absl::GetFlag(FLAGS_rpc), w); !s.ok()) return s;
+  auto sync = lg::ParseSyncCallers(absl::GetFlag(FLAGS_client_api));
   if (!sync.ok()) return sync.status();
-  w.sync_callers = *sync;
+  w->sync_callers = *sync;
   const double deadline_ms = absl::GetFlag(FLAGS_deadline_ms);
   if (deadline_ms < 0) return absl::InvalidArgumentError("--deadline_ms must be >= 0");
-  w.deadline_us = static_cast<int64_t>(deadline_ms * 1000);
+  w->deadline_us = static_cast<int64_t>(deadline_ms * 1000);
+  w->kernel = absl::GetFlag(FLAGS_kernel);
+  return lg::ParseExperts(absl::GetFlag(FLAGS_experts), w);
+}
+
+absl::StatusOr<lg::WorkloadSpec> WorkloadFromFlags(bool open_loop) {
+  lg::WorkloadSpec w;
+  if (absl::Status s = RequestFlags(&w); !s.ok()) return s;
   w.channels = absl::GetFlag(FLAGS_channels);
   w.streams_per_channel = absl::GetFlag(FLAGS_streams_per_channel);
   if (w.channels < 1 || w.channels > 1024) return absl::InvalidArgumentError("--channels: 1..1024");
   if (w.streams_per_channel < 1 || w.streams_per_channel > 1024) {
     return absl::InvalidArgumentError("--streams_per_channel: 1..1024");
   }
-  w.kernel = absl::GetFlag(FLAGS_kernel);
   w.shared_memory = absl::GetFlag(FLAGS_shm);
   w.shm_device = absl::GetFlag(FLAGS_shm_device);
   if (w.shm_device >= 0 && !w.shared_memory) {
     return absl::InvalidArgumentError("--shm_device needs --shm");
   }
-  if (auto s = gemm::loadgen::ParseExperts(absl::GetFlag(FLAGS_experts), &w); !s.ok()) return s;
   if (w.experts > 0 && (w.b_source != BSource::kResident || w.streaming || w.shared_memory)) {
     return absl::InvalidArgumentError(
         "--experts needs --b=resident and --rpc=unary, without --shm");
   }
+  if (w.sync_callers && w.packed) {
+    return absl::InvalidArgumentError(
+        "--rpc=packed needs --client_api=callback: a sync caller owns its stream and has one "
+        "request at a time, so there is nothing to pack");
+  }
+  if (open_loop && w.sync_callers) {
+    return absl::InvalidArgumentError(
+        "--client_api=sync is closed loop only (a thread per caller); drop --rate or use "
+        "callback");
+  }
   return w;
 }
 
-std::string UtcNow() {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+// Checks the measurement flags.
+absl::Status CheckMeasurementFlags() {
+  const std::string arrival = absl::GetFlag(FLAGS_arrival);
+  if (arrival != "constant" && arrival != "poisson") {
+    return absl::InvalidArgumentError("--arrival: constant or poisson");
+  }
+  const double verify_fraction = absl::GetFlag(FLAGS_verify_fraction);
+  if (!(verify_fraction >= 0 && verify_fraction <= 1)) {
+    return absl::InvalidArgumentError("--verify_fraction: 0..1");
+  }
+  if (!(absl::GetFlag(FLAGS_window_s) > 0) || !(absl::GetFlag(FLAGS_warmup_s) >= 0) ||
+      absl::GetFlag(FLAGS_max_windows) < 1 || absl::GetFlag(FLAGS_stable_windows) < 1) {
+    return absl::InvalidArgumentError(
+        "need --window_s > 0, --warmup_s >= 0, --max_windows >= 1, --stable_windows >= 1");
+  }
+  const std::string progress = absl::GetFlag(FLAGS_progress);
+  if (progress != "auto" && progress != "on" && progress != "off") {
+    return absl::InvalidArgumentError("--progress: auto, on or off");
+  }
+  if (!(absl::GetFlag(FLAGS_wait_for_server_s) >= 0)) {
+    return absl::InvalidArgumentError("--wait_for_server_s: must be >= 0");
+  }
+  if (absl::GetFlag(FLAGS_max_outstanding) < 1) {
+    return absl::InvalidArgumentError("--max_outstanding: >= 1");
+  }
+  if (absl::GetFlag(FLAGS_dispatch_threads) < 1 || absl::GetFlag(FLAGS_dispatch_threads) > 64) {
+    return absl::InvalidArgumentError("--dispatch_threads: 1..64");
+  }
+  const int64_t slots = absl::GetFlag(FLAGS_shm_output_slots);
+  if (slots < 0 || slots > 4096) return absl::InvalidArgumentError("--shm_output_slots: 0..4096");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<lg::RunnerOptions> RunnerOptionsFromFlags(const lg::WorkloadSpec& w, bool open_loop,
+                                                         const std::vector<double>& levels) {
+  if (absl::Status s = CheckMeasurementFlags(); !s.ok()) return s;
+  int64_t slots = absl::GetFlag(FLAGS_shm_output_slots);
+  if (slots == 0) {
+    slots = open_loop ? 64 : static_cast<int64_t>(*std::max_element(levels.begin(), levels.end()));
+  }
+  const std::string progress = absl::GetFlag(FLAGS_progress);
+  return lg::RunnerOptions{
+      .workload = w,
+      .open_loop = open_loop,
+      .poisson = absl::GetFlag(FLAGS_arrival) == "poisson",
+      .warmup_s = absl::GetFlag(FLAGS_warmup_s),
+      .window_s = absl::GetFlag(FLAGS_window_s),
+      .stable_windows = absl::GetFlag(FLAGS_stable_windows),
+      .stability_pct = absl::GetFlag(FLAGS_stability_pct),
+      .stability_percentile = absl::GetFlag(FLAGS_stability_percentile),
+      .max_windows = absl::GetFlag(FLAGS_max_windows),
+      .verify_fraction = absl::GetFlag(FLAGS_verify_fraction),
+      .max_outstanding = absl::GetFlag(FLAGS_max_outstanding),
+      .dispatch_threads = absl::GetFlag(FLAGS_dispatch_threads),
+      .error_backoff_ms = absl::GetFlag(FLAGS_error_backoff_ms),
+      .rpc_timeout_s = absl::GetFlag(FLAGS_rpc_timeout_s),
+      .seed = absl::GetFlag(FLAGS_seed),
+      .shm_output_slots = slots,
+      .progress = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO)),
+      .stop = &g_stop,
+  };
+}
+
+// The --target list: comma-separated, except "ipv4:a:p,b:p"-style targets, which hold commas
+// themselves.
+std::vector<std::string> TargetNames() {
+  const std::string flag = absl::GetFlag(FLAGS_target);
+  if (absl::StartsWith(flag, "ipv4:") || absl::StartsWith(flag, "ipv6:")) return {flag};
+  std::vector<std::string> names;
+  for (absl::string_view name : absl::StrSplit(flag, ',', absl::SkipWhitespace())) {
+    names.emplace_back(absl::StripAsciiWhitespace(name));
+  }
+  return names;
+}
+
+absl::StatusOr<std::vector<lg::Target>> MakeTargets(const std::vector<std::string>& names,
+                                                    int channels) {
+  if (names.empty()) return absl::InvalidArgumentError("--target is empty");
+  absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args =
+      gemm::ParseChannelArgs(absl::GetFlag(FLAGS_grpc_arg));
+  if (!channel_args.ok()) return channel_args.status();
+  std::vector<lg::Target> targets;
+  for (const std::string& name : names) {
+    auto client = gemm::client::GemmClient::Create(
+        {.target = name,
+         .max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes),
+         .lb_policy = absl::GetFlag(FLAGS_lb_policy),
+         .channels = channels,
+         .channel_args = *channel_args});
+    if (!client.ok()) return client.status();
+    targets.push_back({name, std::shared_ptr<gemm::client::GemmClient>(*std::move(client))});
+  }
+  return targets;
+}
+
+// Waits (--wait_for_server_s) until every target reports SERVING; says which one did not.
+absl::Status WaitForServers(const std::vector<lg::Target>& targets) {
+  const absl::Duration timeout = absl::Seconds(absl::GetFlag(FLAGS_wait_for_server_s));
+  const absl::Time deadline = absl::Now() + timeout;
+  for (const lg::Target& t : targets) {
+    const absl::Status s =
+        t.client->WaitForServing(std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 std::string DescribeDevices(const gemm::v1::ServerInfo& info) {
@@ -227,183 +353,60 @@ std::string DescribeDevices(const gemm::v1::ServerInfo& info) {
   return absl::StrJoin(parts, "; ");
 }
 
-}  // namespace
+lg::RunInfo MakeRunInfo(const lg::RunnerOptions& ro, const std::vector<std::string>& targets,
+                        const std::vector<std::string>& args) {
+  return lg::RunInfo{
+      .started_utc = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()),
+      .command_line = absl::StrJoin(args, " "),
+      .targets = targets,
+      .lb_policy = absl::GetFlag(FLAGS_lb_policy),
+      .open_loop = ro.open_loop,
+      .poisson = ro.poisson,
+      .workload = ro.workload,
+      .warmup_s = ro.warmup_s,
+      .window_s = ro.window_s,
+      .stability_pct = ro.stability_pct,
+      .stable_windows = ro.stable_windows,
+      .max_windows = ro.max_windows,
+      .verify_fraction = ro.verify_fraction,
+  };
+}
 
-int main(int argc, char** argv) {
-  gemm::DisableMutexDeadlockDetection();
-  absl::SetProgramUsageMessage(
-      "Load generator for gemm.v1.GemmService.\n"
-      "  gemm_loadgen --target=localhost:50051 --shapes=64x64x64 --concurrency=1:16:x2\n"
-      "  gemm_loadgen --rate=100:800:x2 --arrival=poisson --html=report.html");
-  if (absl::Status s = ApplyWorkloadFile(argc, argv); !s.ok()) return Fail(s);
-  const std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) {
-    return Fail(absl::InvalidArgumentError(absl::StrCat("unexpected argument '", rest[1], "'")));
+// The first target's description (a failure is reported, not fatal).
+void DescribeServer(const lg::Target& target, lg::RunInfo* info) {
+  absl::StatusOr<gemm::v1::ServerInfo> si = target.client->GetServerInfo();
+  if (si.ok()) {
+    info->server_version = si->version();
+    info->server_backend = si->backend();
+    info->server_devices = DescribeDevices(*si);
+  } else {
+    info->server_error = si.status().ToString();
+    std::fprintf(stderr, "gemm_loadgen: GetServerInfo on %s failed: %s\n", target.name.c_str(),
+                 info->server_error.c_str());
   }
-  std::vector<std::string> args(argv, argv + argc);
+}
 
-  absl::StatusOr<gemm::loadgen::WorkloadSpec> workload = WorkloadFromFlags();
-  if (!workload.ok()) return Fail(workload.status());
-
-  const std::string conc_flag = absl::GetFlag(FLAGS_concurrency);
-  const std::string rate_flag = absl::GetFlag(FLAGS_rate);
-  if (!conc_flag.empty() && !rate_flag.empty()) {
-    return Fail(absl::InvalidArgumentError(
-        "give --concurrency (closed loop) or --rate (open loop), not both"));
-  }
-  const bool open_loop = !rate_flag.empty();
-  if (workload->sync_callers && workload->packed) {
-    return Fail(absl::InvalidArgumentError(
-        "--rpc=packed needs --client_api=callback: a sync caller owns its stream and has one "
-        "request at a time, so there is nothing to pack"));
-  }
-  if (open_loop && workload->sync_callers) {
-    return Fail(
-        absl::InvalidArgumentError("--client_api=sync is closed loop only (a thread per caller); "
-                                   "drop --rate or use callback"));
-  }
-  absl::StatusOr<std::vector<double>> levels =
-      gemm::loadgen::ParseSweep(open_loop ? rate_flag : (conc_flag.empty() ? "1" : conc_flag));
-  if (!levels.ok()) return Fail(levels.status());
-  const std::string arrival = absl::GetFlag(FLAGS_arrival);
-  if (arrival != "constant" && arrival != "poisson") {
-    return Fail(absl::InvalidArgumentError("--arrival: constant or poisson"));
-  }
-  const double verify_fraction = absl::GetFlag(FLAGS_verify_fraction);
-  if (!(verify_fraction >= 0 && verify_fraction <= 1)) {
-    return Fail(absl::InvalidArgumentError("--verify_fraction: 0..1"));
-  }
-  if (absl::GetFlag(FLAGS_window_s) <= 0 || absl::GetFlag(FLAGS_warmup_s) < 0 ||
-      absl::GetFlag(FLAGS_max_windows) < 1 || absl::GetFlag(FLAGS_stable_windows) < 1) {
-    return Fail(absl::InvalidArgumentError(
-        "need --window_s > 0, --warmup_s >= 0, --max_windows >= 1, --stable_windows >= 1"));
-  }
-  const std::string progress = absl::GetFlag(FLAGS_progress);
-  if (progress != "auto" && progress != "on" && progress != "off") {
-    return Fail(absl::InvalidArgumentError("--progress: auto, on or off"));
-  }
-
-  std::vector<std::string> target_names =
-      absl::StrSplit(absl::GetFlag(FLAGS_target), ',', absl::SkipWhitespace());
-  if (target_names.empty()) return Fail(absl::InvalidArgumentError("--target is empty"));
-  // "ipv4:a:p,b:p"-style targets contain commas themselves: keep them whole.
-  if (absl::StartsWith(absl::GetFlag(FLAGS_target), "ipv4:") ||
-      absl::StartsWith(absl::GetFlag(FLAGS_target), "ipv6:")) {
-    target_names = {absl::GetFlag(FLAGS_target)};
-  }
-  absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args =
-      gemm::ParseChannelArgs(absl::GetFlag(FLAGS_grpc_arg));
-  if (!channel_args.ok()) return Fail(channel_args.status());
-  std::vector<gemm::loadgen::Target> targets;
-  for (const std::string& name : target_names) {
-    gemm::client::GemmClient::Options o;
-    o.target = std::string(absl::StripAsciiWhitespace(name));
-    o.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
-    o.lb_policy = absl::GetFlag(FLAGS_lb_policy);
-    o.channels = workload->channels;
-    o.channel_args = *channel_args;
-    auto client = gemm::client::GemmClient::Create(o);
-    if (!client.ok()) return Fail(client.status());
-    targets.push_back({o.target, std::shared_ptr<gemm::client::GemmClient>(std::move(*client))});
-  }
-
-  gemm::loadgen::Report report;
-  gemm::loadgen::RunInfo& info = report.info;
-  info.started_utc = UtcNow();
-  info.command_line = absl::StrJoin(args, " ");
-  info.targets = target_names;
-  info.lb_policy = absl::GetFlag(FLAGS_lb_policy);
-  info.open_loop = open_loop;
-  info.poisson = arrival == "poisson";
-  info.workload = *workload;
-  info.warmup_s = absl::GetFlag(FLAGS_warmup_s);
-  info.window_s = absl::GetFlag(FLAGS_window_s);
-  info.stability_pct = absl::GetFlag(FLAGS_stability_pct);
-  info.stable_windows = absl::GetFlag(FLAGS_stable_windows);
-  info.max_windows = absl::GetFlag(FLAGS_max_windows);
-  info.verify_fraction = verify_fraction;
-
-  // The server's description (a failure is reported, not fatal: the run then measures errors).
-  {
-    targets[0].client->WaitForConnected(absl::Seconds(1));
-    absl::StatusOr<gemm::v1::ServerInfo> si = targets[0].client->GetServerInfo();
-    if (si.ok()) {
-      info.server_version = si->version();
-      info.server_backend = si->backend();
-      info.server_devices = DescribeDevices(*si);
-    } else {
-      info.server_error = si.status().ToString();
-      std::fprintf(stderr, "gemm_loadgen: GetServerInfo on %s failed: %s\n",
-                   targets[0].name.c_str(), info.server_error.c_str());
-    }
-  }
-
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
-  gemm::loadgen::RunnerOptions ro;
-  ro.workload = *workload;
-  ro.open_loop = open_loop;
-  ro.poisson = info.poisson;
-  ro.warmup_s = info.warmup_s;
-  ro.window_s = info.window_s;
-  ro.stable_windows = info.stable_windows;
-  ro.stability_pct = info.stability_pct;
-  ro.stability_percentile = absl::GetFlag(FLAGS_stability_percentile);
-  ro.max_windows = info.max_windows;
-  ro.verify_fraction = verify_fraction;
-  ro.max_outstanding = absl::GetFlag(FLAGS_max_outstanding);
-  if (ro.max_outstanding < 1) return Fail(absl::InvalidArgumentError("--max_outstanding: >= 1"));
-  ro.dispatch_threads = absl::GetFlag(FLAGS_dispatch_threads);
-  if (ro.dispatch_threads < 1 || ro.dispatch_threads > 64) {
-    return Fail(absl::InvalidArgumentError("--dispatch_threads: 1..64"));
-  }
-  ro.error_backoff_ms = absl::GetFlag(FLAGS_error_backoff_ms);
-  ro.rpc_timeout_s = absl::GetFlag(FLAGS_rpc_timeout_s);
-  ro.seed = absl::GetFlag(FLAGS_seed);
-  ro.shm_output_slots = absl::GetFlag(FLAGS_shm_output_slots);
-  if (ro.shm_output_slots < 0 || ro.shm_output_slots > 4096) {
-    return Fail(absl::InvalidArgumentError("--shm_output_slots: 0..4096"));
-  }
-  if (ro.shm_output_slots == 0) {
-    ro.shm_output_slots =
-        open_loop ? 64 : static_cast<int64_t>(*std::max_element(levels->begin(), levels->end()));
-  }
-  ro.progress = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
-  ro.stop = &g_stop;
-
-  const auto t0 = std::chrono::steady_clock::now();
-  absl::StatusOr<std::unique_ptr<gemm::loadgen::Runner>> runner =
-      gemm::loadgen::Runner::Create(ro, std::move(targets));
-  if (!runner.ok()) return Fail(runner.status());
-  for (size_t i = 0; i < levels->size() && !g_stop.load(); ++i) {
-    report.points.push_back(
-        (*runner)->RunPoint((*levels)[i], static_cast<int>(i), static_cast<int>(levels->size())));
-  }
-  info.interrupted = g_stop.load();
-  (*runner)->Finish(info.interrupted ? 2.0 : 10.0);
-  runner->reset();
-  info.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  std::fputs(gemm::loadgen::FormatTable(report).c_str(), stdout);
+// Prints the table and writes the report files; false when a file could not be written.
+bool WriteReports(const lg::Report& report) {
+  std::fputs(lg::FormatTable(report).c_str(), stdout);
   std::fflush(stdout);
-  int rc = 0;
+  bool ok = true;
   const std::pair<std::string, std::string> outputs[] = {
-      {absl::GetFlag(FLAGS_json), gemm::loadgen::FormatJson(report)},
-      {absl::GetFlag(FLAGS_csv), gemm::loadgen::FormatCsv(report)},
-      {absl::GetFlag(FLAGS_html), gemm::loadgen::FormatHtml(report)}};
+      {absl::GetFlag(FLAGS_json), lg::FormatJson(report)},
+      {absl::GetFlag(FLAGS_csv), lg::FormatCsv(report)},
+      {absl::GetFlag(FLAGS_html), lg::FormatHtml(report)}};
   for (const auto& [path, content] : outputs) {
     if (path.empty()) continue;
-    if (absl::Status s = gemm::loadgen::WriteTextFile(path, content); !s.ok()) {
+    if (absl::Status s = lg::WriteTextFile(path, content); !s.ok()) {
       std::fprintf(stderr, "gemm_loadgen: %s\n", s.ToString().c_str());
-      rc = 2;
+      ok = false;
     }
   }
+  return ok;
+}
 
-  // Verdict.
+// The exit status of a completed run (see the header).
+int Verdict(const lg::Report& report) {
   int64_t ok = 0, mismatches = 0;
   bool too_many_errors = false;
   for (const auto& p : report.points) {
@@ -415,21 +418,102 @@ int main(int argc, char** argv) {
       too_many_errors = true;
     }
   }
-  if (info.interrupted) return 130;
-  if (rc != 0) return rc;
+  if (!report.info.stopped_early.empty()) {
+    std::fprintf(stderr, "gemm_loadgen: FAIL: %s\n", report.info.stopped_early.c_str());
+    return kExitFail;
+  }
   if (ok == 0) {
     std::fprintf(stderr, "gemm_loadgen: FAIL: no request succeeded\n");
-    return 1;
+    return kExitFail;
   }
   if (mismatches > 0) {
     std::fprintf(stderr, "gemm_loadgen: FAIL: %lld verification mismatches\n",
                  static_cast<long long>(mismatches));
-    return 1;
+    return kExitFail;
   }
   if (too_many_errors) {
     std::fprintf(stderr, "gemm_loadgen: FAIL: error fraction above --max_error_fraction=%g\n",
                  absl::GetFlag(FLAGS_max_error_fraction));
-    return 1;
+    return kExitFail;
   }
   return 0;
+}
+
+// Runs the sweep's points, each after its servers are serving; fills report->points.
+void RunSweep(lg::Runner& runner, const std::vector<lg::Target>& targets,
+              const std::vector<double>& levels, lg::Report* report) {
+  for (size_t i = 0; i < levels.size() && !g_stop.load(); ++i) {
+    if (i > 0) {
+      if (absl::Status s = WaitForServers(targets); !s.ok()) {
+        report->info.stopped_early = std::string(s.message());
+        return;
+      }
+    }
+    report->points.push_back(
+        runner.RunPoint(levels[i], static_cast<int>(i), static_cast<int>(levels.size())));
+  }
+}
+
+void CatchSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  gemm::DisableMutexDeadlockDetection();
+  const gemm::CommandLineUsage usage{
+      .usage =
+          "Load generator for gemm.v1.GemmService.\n"
+          "  gemm_loadgen --target=localhost:50051 --shapes=64x64x64 --concurrency=1:16:x2\n"
+          "  gemm_loadgen --rate=100:800:x2 --arrival=poisson --html=report.html"};
+  if (absl::Status s = ApplyWorkloadFile(argc, argv); !s.ok()) return Fail(s);
+  const std::vector<char*> rest = gemm::ParseCommandLine(argc, argv, usage);
+  if (rest.size() > 1) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("unexpected argument '", rest[1], "'")));
+  }
+  const std::string conc_flag = absl::GetFlag(FLAGS_concurrency);
+  const std::string rate_flag = absl::GetFlag(FLAGS_rate);
+  if (!conc_flag.empty() && !rate_flag.empty()) {
+    return Fail(absl::InvalidArgumentError(
+        "give --concurrency (closed loop) or --rate (open loop), not both"));
+  }
+  const bool open_loop = !rate_flag.empty();
+  absl::StatusOr<lg::WorkloadSpec> workload = WorkloadFromFlags(open_loop);
+  if (!workload.ok()) return Fail(workload.status());
+  absl::StatusOr<std::vector<double>> levels =
+      lg::ParseSweep(open_loop ? rate_flag : (conc_flag.empty() ? "1" : conc_flag));
+  if (!levels.ok()) return Fail(levels.status());
+  absl::StatusOr<lg::RunnerOptions> ro = RunnerOptionsFromFlags(*workload, open_loop, *levels);
+  if (!ro.ok()) return Fail(ro.status());
+  const std::vector<std::string> names = TargetNames();
+  absl::StatusOr<std::vector<lg::Target>> targets = MakeTargets(names, workload->channels);
+  if (!targets.ok()) return Fail(targets.status());
+
+  lg::Report report;
+  report.info = MakeRunInfo(*ro, names, std::vector<std::string>(argv, argv + argc));
+  if (absl::Status s = WaitForServers(*targets); !s.ok()) {
+    std::fprintf(stderr, "gemm_loadgen: FAIL: %s\n", std::string(s.message()).c_str());
+    return kExitFail;
+  }
+  DescribeServer((*targets)[0], &report.info);
+  CatchSignals();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<lg::Runner>> runner = lg::Runner::Create(*ro, *targets);
+  if (!runner.ok()) return Fail(runner.status());
+  RunSweep(**runner, *targets, *levels, &report);
+  report.info.interrupted = g_stop.load();
+  (*runner)->Finish(report.info.interrupted ? 2.0 : 10.0);
+  runner->reset();
+  report.info.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const bool written = WriteReports(report);
+  if (report.info.interrupted) return kExitInterrupted;
+  if (!written) return gemm::kUsageErrorExit;
+  return Verdict(report);
 }

@@ -1,16 +1,13 @@
-// The load-generator engine. Owns the gRPC channels' use during a run: prepares one request
-// template per shape (random BF16 operands, resident B registered per target when asked), then
-// runs sweep points, each a warm-up followed by measurement windows until the last
-// `stable_windows` agree within `stability_pct` or `max_windows` ran.
+// The load-generator engine: runs sweep points, each a warm-up followed by measurement windows
+// until the last `stable_windows` agree within `stability_pct` or `max_windows` ran, and cleans
+// up at the end. It wires the parts that do the work: the operands and request templates (with
+// resident B registered per target, or an --shm region), the dispatcher that decides when
+// requests go out (closed or open loop), the issuer that sends them through gRPC's callback API
+// (or the sync callers), the checker of the answers, and the window counters.
 //
 // Closed loop keeps `concurrency` requests in flight; open loop sends at `rate` requests/s
-// (constant spacing or Poisson arrivals) regardless of completions, and measures latency from
-// each request's intended send time, so a slow server cannot hide queueing delay (no coordinated
-// omission). Requests are sent through gRPC's callback API, open loop from `dispatch_threads`
-// threads that share the arrivals, closed loop refilled by the completions; completions
-// run on gRPC's threads and only record counters. Unary calls share read-only request templates;
-// streams splice the template's Problem into their one wire message, so nothing is copied per
-// request.
+// regardless of completions and measures latency from each request's intended send time, so a
+// slow server cannot hide queueing delay (no coordinated omission).
 //
 // Thread-safety: RunPoint/Finish are called from one thread; `stop` may be set from anywhere
 // (e.g. a SIGINT handler) and ends the current point early.
@@ -24,19 +21,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "client/gemm_client.h"
 #include "client/loadgen/stats.h"
+#include "client/loadgen/target.h"
 #include "client/loadgen/workload.h"
 
 namespace gemm::loadgen {
-
-// One server (or one load-balanced name) to send to. The client was created with
-// `workload.channels` channels; requests go round-robin over every channel of every target.
-// Resident matrices are registered per target (handles are local to a server).
-struct Target {
-  std::string name;
-  std::shared_ptr<client::GemmClient> client;
-};
 
 struct RunnerOptions {
   WorkloadSpec workload;

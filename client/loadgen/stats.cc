@@ -17,6 +17,7 @@ void ServerTimingSums::Merge(const ServerTimingSums& o) {
   completion_us += o.completion_us;
   batch_requests += o.batch_requests;
   batch_rows += o.batch_rows;
+  latency_us += o.latency_us;
 }
 
 void WindowStats::Merge(const WindowStats& o) {

@@ -12,15 +12,18 @@
 
 namespace gemm::loadgen {
 
-// Sums of the server's Timing fields over successful responses (microseconds); copy-in, compute
-// and copy-out over the `gpu_timed` responses only (the server times every n-th batch's GPU
-// phases).
+// Sums of the server's Timing fields over the successful responses that carry one
+// (microseconds, as the server reports them); copy-in, compute and copy-out over the `gpu_timed`
+// responses only (the server times every n-th batch's GPU phases). `latency_us` sums the
+// client-measured latency of the same responses, so latency minus the server's total is the time
+// spent in the client and on the wire.
 struct ServerTimingSums {
   int64_t responses = 0;
   int64_t gpu_timed = 0;
   double queue_us = 0, copy_in_us = 0, compute_us = 0, copy_out_us = 0, total_us = 0;
   double launch_us = 0, completion_us = 0;
   double batch_requests = 0, batch_rows = 0;
+  double latency_us = 0;
   void Merge(const ServerTimingSums& o);
 };
 

@@ -270,7 +270,7 @@ TEST(ReportTest, SummaryFigures) {
 }
 
 // The server's copy-in, compute and copy-out are averaged over the responses whose GPU phases
-// it timed (it times every n-th batch); queue and total over every response.
+// it timed (it times every n-th batch); queue and total over every response. All in ms.
 TEST(ReportTest, ServerGpuPhasesAveragedOverTimedResponsesOnly) {
   Report r = SampleReport();
   ServerTimingSums& st = r.points[0].measured.server;
@@ -282,14 +282,56 @@ TEST(ReportTest, ServerGpuPhasesAveragedOverTimedResponsesOnly) {
   st.copy_in_us = 2 * 7;
   st.copy_out_us = 2 * 5;
   const PointSummary s = Summarize(r.points[0]);
-  EXPECT_DOUBLE_EQ(s.server_queue_us, 40);
-  EXPECT_DOUBLE_EQ(s.server_total_us, 300);
-  EXPECT_DOUBLE_EQ(s.server_compute_us, 68);
-  EXPECT_DOUBLE_EQ(s.server_copy_in_us, 7);
-  EXPECT_DOUBLE_EQ(s.server_copy_out_us, 5);
+  EXPECT_DOUBLE_EQ(s.server_queue_ms, 0.040);
+  EXPECT_DOUBLE_EQ(s.server_total_ms, 0.300);
+  EXPECT_DOUBLE_EQ(s.server_compute_ms, 0.068);
+  EXPECT_DOUBLE_EQ(s.server_copy_in_ms, 0.007);
+  EXPECT_DOUBLE_EQ(s.server_copy_out_ms, 0.005);
   st.gpu_timed = 0;  // none timed: no figure rather than a made-up one
   st.compute_us = 0;
-  EXPECT_DOUBLE_EQ(Summarize(r.points[0]).server_compute_us, 0);
+  EXPECT_DOUBLE_EQ(Summarize(r.points[0]).server_compute_ms, 0);
+}
+
+// Client+transport is the latency the client measured less the server's total, per response.
+TEST(ReportTest, ClientTransportIsLatencyLessServerTotal) {
+  Report r = SampleReport();
+  ServerTimingSums& st = r.points[0].measured.server;
+  st.responses = 4;
+  st.total_us = 4 * 250;
+  st.latency_us = 4 * 1000;
+  const PointSummary s = Summarize(r.points[0]);
+  EXPECT_DOUBLE_EQ(s.client_transport_ms, 0.750);
+  EXPECT_DOUBLE_EQ(s.server_total_ms, 0.250);
+  EXPECT_DOUBLE_EQ(Summarize(SampleReport().points[0]).client_transport_ms, 0);  // no timing
+}
+
+TEST(ReportTest, P95IsReported) {
+  const Report r = SampleReport();
+  const PointSummary s = Summarize(r.points[0]);
+  // The 190th of 200 samples (10 us apart) is 1.9 ms; a bucket edge at most 0.1% above it.
+  EXPECT_GE(s.lat_p95_ms, 1.9);
+  EXPECT_LE(s.lat_p95_ms, 1.9 * 1.001);
+  EXPECT_NE(FormatCsv(r).find(",lat_p95_ms,"), std::string::npos);
+  EXPECT_NE(FormatJson(r).find("\"p95\": "), std::string::npos);
+  EXPECT_NE(FormatTable(r).find(" p95 "), std::string::npos);
+}
+
+// Every time in a report is in milliseconds: no column or key in another time unit.
+TEST(ReportTest, OneTimeUnitPerReport) {
+  const Report r = SampleReport();
+  const std::string csv = FormatCsv(r);
+  const std::string header = csv.substr(0, csv.find('\n'));
+  for (const char* other : {"_us,", "_s,", "_ns,", "_us\n", "_s\n"}) {
+    EXPECT_EQ((header + "\n").find(other), std::string::npos) << other << " in " << header;
+  }
+  const std::string json = FormatJson(r);
+  for (const char* other : {"_us\"", "_s\"", "_ns\""}) {
+    EXPECT_EQ(json.find(other), std::string::npos) << other;
+  }
+  EXPECT_NE(json.find("\"server_timing_ms\""), std::string::npos);
+  const std::string table = FormatTable(r);
+  EXPECT_NE(table.find("times in ms"), std::string::npos);
+  EXPECT_EQ(table.find(" us"), std::string::npos);
 }
 
 TEST(ReportTest, CsvHasOneRowPerPointAndStableColumns) {

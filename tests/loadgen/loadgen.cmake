@@ -1,17 +1,18 @@
 # Load-generator tests: unit tests of the histogram, workload parsing and report writers
 # (loadgen.unit.*), and short bounded runs of gemm_loadgen against the real gemm_server on the
 # CPU backend whose JSON/CSV/HTML are parsed back (loadgen.e2e.*: closed, open, verify, shm,
-# sync, packed, stopped, interrupt, experts). The e2e driver runs with Debian's /usr/bin/python3 (python3-grpcio, numpy).
-if(TARGET gemm_loadgen_lib)
-  add_executable(loadgen_unit_test ${CMAKE_CURRENT_LIST_DIR}/histogram_test.cc)
-  target_link_libraries(loadgen_unit_test PRIVATE gemm_loadgen_lib GTest::gtest GTest::gtest_main)
-  gtest_discover_tests(loadgen_unit_test TEST_PREFIX "loadgen.unit." DISCOVERY_TIMEOUT 60)
-endif()
+# sync, packed, stopped, late_server, rejected, usage, interrupt, experts). The e2e driver runs
+# with Debian's /usr/bin/python3 (python3-grpcio, numpy).
+add_executable(loadgen_unit_test ${CMAKE_CURRENT_LIST_DIR}/histogram_test.cc
+                                 ${CMAKE_CURRENT_LIST_DIR}/stability_test.cc)
+target_link_libraries(loadgen_unit_test PRIVATE gemm_loadgen_lib GTest::gtest GTest::gtest_main)
+gtest_discover_tests(loadgen_unit_test TEST_PREFIX "loadgen.unit." DISCOVERY_TIMEOUT 60)
 
 set(GEMM_TEST_PYTHON /usr/bin/python3 CACHE FILEPATH
     "Python with python3-grpcio and python3-numpy for the Python client and loadgen tests")
-if(TARGET gemm_loadgen AND TARGET gemm_server AND EXISTS ${GEMM_TEST_PYTHON})
-  foreach(_case closed open verify shm sync packed stopped interrupt experts)
+if(EXISTS ${GEMM_TEST_PYTHON})
+  foreach(_case closed open verify shm sync packed stopped late_server rejected usage interrupt
+                experts)
     add_test(NAME loadgen.e2e.${_case}
              COMMAND ${GEMM_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/run_loadgen_test.py
                      --case ${_case} --loadgen $<TARGET_FILE:gemm_loadgen>

@@ -5,7 +5,8 @@ runs whose JSON, CSV and HTML reports are parsed back and checked.
   /usr/bin/python3 tests/loadgen/run_loadgen_test.py --case closed \
       --loadgen build/client/loadgen/gemm_loadgen --server build/server/gemm_server --workdir /tmp/x
 
-Cases: closed, open, verify, shm, sync, packed, stopped, interrupt, experts.
+Cases: closed, open, verify, shm, sync, packed, stopped, late_server, rejected, usage,
+interrupt, experts.
 """
 
 import argparse
@@ -91,14 +92,25 @@ def parse_reports(paths):
         check(int(row["requests_failed"]) == point["requests_failed"], "requests_failed differs")
         check(abs(float(row["throughput_rps"]) - point["throughput_rps"]) <=
               1e-3 * max(1.0, point["throughput_rps"]), "throughput differs")
-        check(abs(float(row["lat_p99_ms"]) - point["latency_ms"]["p99"]) <= 1e-5,
-              "p99 differs")
+        for q in ("p95", "p99"):
+            check(abs(float(row[f"lat_{q}_ms"]) - point["latency_ms"][q]) <= 1e-5,
+                  f"{q} differs")
+        check(abs(float(row["client_transport_ms"]) - point["client_transport_ms"]) <= 1e-5,
+              "client_transport_ms differs")
+        check(abs(float(row["server_total_ms"]) - point["server_timing_ms"]["total"]) <= 1e-5,
+              "server_total_ms differs")
+    # One time unit per file: every time column of the CSV is in ms.
+    header = rows[0].keys() if rows else []
+    check(not [c for c in header if c.endswith(("_us", "_s", "_ns"))],
+          f"CSV columns in other units: {list(header)}")
+    check("_us\"" not in json.dumps(report) and "_s\"" not in json.dumps(report),
+          "JSON keys in a unit other than ms")
     # The HTML is self-contained: charts are inline SVG, nothing is fetched, no scripts.
     check(stats.tags.get("svg", 0) >= 3, f"expected 3 inline SVG charts, got {stats.tags}")
     check("script" not in stats.tags, "HTML has a script")
     check(not stats.external, f"HTML references external resources: {stats.external}")
     text = " ".join(stats.text)
-    for title in ("Latency vs throughput", "Latency by percentile", "Server time per request"):
+    for title in ("Latency vs throughput", "Latency by percentile", "Time per request"):
         check(title in text, f"HTML lacks chart '{title}'")
     for point in report["points"]:
         check(point["label"] in text, f"HTML lacks point {point['label']}")
@@ -112,22 +124,30 @@ def check_healthy_point(point):
           f"{point['label']}: errors {point['errors']}")
     check(point["throughput_rps"] > 0 and point["tflops"] > 0 and point["payload_gbps"] > 0,
           f"{point['label']}: zero throughput figures")
-    check(0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p999"] <= lat["max"],
-          f"{point['label']}: percentiles out of order {lat}")
+    check(0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p95"] <= lat["p99"] <= lat["p999"]
+          <= lat["max"], f"{point['label']}: percentiles out of order {lat}")
     check(lat["min"] <= lat["mean"] <= lat["max"], f"{point['label']}: mean outside [min,max]")
     curve = [ms for _, ms in point["latency_percentiles_ms"]]
     check(curve == sorted(curve), "percentile curve not monotonic")
     check(1 <= point["windows"] <= 4, f"windows {point['windows']}")
-    check(point["server_timing_us"]["responses"] == point["requests_ok"],
+    timing = point["server_timing_ms"]
+    check(timing["responses"] == point["requests_ok"],
           "server timing not taken from every response")
-    check(point["server_timing_us"]["total"] > 0, "server total time is zero")
+    check(timing["total"] > 0, "server total time is zero")
+    # The client's share and the server's add up to the mean latency; the server's total is
+    # inside the latency the client measured.
+    check(point["client_transport_ms"] > 0, f"client+transport {point['client_transport_ms']}")
+    check(abs(point["client_transport_ms"] + timing["total"] - lat["mean"]) <= 1e-3 * lat["mean"],
+          f"client+transport {point['client_transport_ms']} + server {timing['total']} != "
+          f"mean latency {lat['mean']}")
     check(point["kernels"], "no kernel names recorded")
 
 
 def case_closed(a):
     with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        # --wait_for_server_s=0: one health check, which a serving server passes.
         out, paths = run_loadgen(["--target=" + server.target, "--shapes=64x64x64@3,32x64x16@1",
-                                  "--concurrency=1:2:x2", "--channels=2",
+                                  "--concurrency=1:2:x2", "--channels=2", "--wait_for_server_s=0",
                                   "--grpc_arg=grpc.http2.max_frame_size=1048576"] + FAST,
                                  a.loadgen, a.workdir, "closed")
         bad, _ = run_loadgen(["--target=" + server.target, "--grpc_arg=oops"] + FAST,
@@ -141,7 +161,9 @@ def case_closed(a):
     check([p["concurrency"] for p in report["points"]] == [1, 2], "sweep points")
     for p in report["points"]:
         check_healthy_point(p)
-    check("concurrency=2" in out.stdout and "p99.9 ms" in out.stdout, "stdout table")
+    check("concurrency=2" in out.stdout and "p99.9" in out.stdout and "p95" in out.stdout,
+          "stdout table")
+    check("times in ms" in out.stdout and "client+tr" in out.stdout, "stdout time breakdown")
 
 
 def case_open(a):
@@ -285,21 +307,82 @@ def case_packed(a):
 
 
 def case_stopped(a):
-    target = f"127.0.0.1:{free_port()}"  # nothing listens there
+    # Nothing listens: the load generator waits --wait_for_server_s for the health check, then
+    # fails at once with a message naming the target and the connection error (no point runs).
+    target = f"127.0.0.1:{free_port()}"
+    t0 = time.monotonic()
     out, paths = run_loadgen(["--target=" + target, "--shapes=16x16x16", "--concurrency=2",
-                              "--warmup_s=0.2", "--window_s=0.3", "--max_windows=3",
-                              "--progress=off"], a.loadgen, a.workdir, "stopped")
+                              "--wait_for_server_s=1"] + FAST, a.loadgen, a.workdir, "stopped")
+    elapsed = time.monotonic() - t0
     check(out.returncode == 1, f"expected exit 1, got {out.returncode}")
-    check("UNAVAILABLE" in out.stdout, "stdout does not report UNAVAILABLE")
+    check(elapsed < 10, f"took {elapsed:.1f}s to give up")
+    check(f"FAIL: {target} is not serving after 1s" in out.stderr, f"stderr: {out.stderr[-300:]}")
+    check("Connection refused" in out.stderr or "UNAVAILABLE" in out.stderr,
+          "stderr does not say why")
+    check("stable" not in out.stdout, "a point ran against a stopped server")
+    check(not any(os.path.exists(p) for p in paths.values()), "reports written without a run")
+
+
+def case_late_server(a):
+    # The load generator starts first (as a script that starts the server in the background
+    # does): it waits for the health check, then measures the server, whose description the
+    # report has.
+    port = free_port()
+    paths = {ext: os.path.join(a.workdir, f"late.{ext}") for ext in ("json", "csv", "html")}
+    cmd = [a.loadgen, f"--target=127.0.0.1:{port}", "--shapes=32x32x32", "--concurrency=2",
+           "--wait_for_server_s=60"] + FAST + [f"--{ext}={p}" for ext, p in paths.items()]
+    print("+", " ".join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    with Server(a.server, port=port, log_path=os.path.join(a.workdir, "server.log")):
+        stdout, stderr = proc.communicate(timeout=60)
+    print(stdout)
+    print(stderr, file=sys.stderr)
+    check(proc.returncode == 0, f"exit {proc.returncode}")
+    report, _, _ = parse_reports(paths)
+    check(report["server"]["backend"] == "cpu" and not report["server"]["error"],
+          f"server {report['server']}")
+    for p in report["points"]:
+        check_healthy_point(p)
+
+
+def case_rejected(a):
+    # Every request is refused (unknown kernel): 0 req/s is no stable point, and the run fails.
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        out, paths = run_loadgen(["--target=" + server.target, "--shapes=16x16x16",
+                                  "--kernel=no_such_kernel", "--concurrency=1,2",
+                                  "--error_backoff_ms=1", "--max_windows=3"] + FAST,
+                                 a.loadgen, a.workdir, "rejected")
+    check(out.returncode == 1, f"expected exit 1, got {out.returncode}")
+    check("no request succeeded" in out.stderr, "stderr does not say why")
     with open(paths["json"]) as f:
         report = json.load(f)
-    check(report["server"]["error"], "server error not reported")
     for p in report["points"]:
-        check(p["requests_ok"] == 0, "requests succeeded against a stopped server")
-        check(p["errors"].get("UNAVAILABLE", 0) > 0, f"errors {p['errors']}")
-    with open(paths["html"]) as f:
-        page = f.read()
-    check("Errors by status code" in page and "UNAVAILABLE" in page, "HTML error table")
+        check(p["requests_ok"] == 0 and p["errors"].get("INVALID_ARGUMENT", 0) > 0,
+              f"{p['label']}: {p['errors']}")
+        check(not p["stable"], f"{p['label']}: stable at 0 req/s")
+    check(" yes " not in out.stdout, "table says stable")
+
+
+def case_usage(a):
+    # --help lists the tool's flags and exits 0; --helpfull names no build path; an unknown flag
+    # or a bad value exits 2.
+    out = subprocess.run([a.loadgen, "--help"], capture_output=True, text=True, timeout=30)
+    check(out.returncode == 0, f"--help: exit {out.returncode}")
+    for flag in ("--target", "--concurrency", "--wait_for_server_s", "--shapes"):
+        check(flag in out.stdout, f"--help does not list {flag}")
+    full = subprocess.run([a.loadgen, "--helpfull"], capture_output=True, text=True, timeout=30)
+    check(full.returncode == 0, f"--helpfull: exit {full.returncode}")
+    sources = [l for l in full.stdout.splitlines() if "Flags from" in l]
+    check(sources and not [l for l in sources if "from /" in l or "from ../" in l],
+          f"--helpfull names build paths: {sources}")
+    for args, want in ((["--no_such_flag"], "Unknown command line flag"),
+                       (["--concurrency=1", "--window_s=x"], "Illegal value"),
+                       (["--concurrency=1", "--rate=5"], "not both"),
+                       (["--wait_for_server_s=-1"], "--wait_for_server_s")):
+        bad = subprocess.run([a.loadgen] + args, capture_output=True, text=True, timeout=30)
+        check(bad.returncode == 2 and want in bad.stderr,
+              f"{args}: exit {bad.returncode}, {bad.stderr[-200:]}")
 
 
 def case_interrupt(a):
@@ -350,13 +433,14 @@ def case_experts(a):
         check_healthy_point(p)
         check(p["verify"]["checked"] == p["requests_ok"], f"verify {p['verify']}")
         check(p["verify"]["mismatches"] == 0, f"mismatches {p['verify']}")
-        check(p["server_timing_us"]["batch_requests"] > 1.0,
-              f"expert steps were not coalesced: {p['server_timing_us']}")
+        check(p["server_timing_ms"]["batch_requests"] > 1.0,
+              f"expert steps were not coalesced: {p['server_timing_ms']}")
 
 
 CASES = {"closed": case_closed, "open": case_open, "verify": case_verify, "shm": case_shm,
-         "sync": case_sync, "packed": case_packed, "stopped": case_stopped, "interrupt": case_interrupt,
-         "experts": case_experts}
+         "sync": case_sync, "packed": case_packed, "stopped": case_stopped,
+         "late_server": case_late_server, "rejected": case_rejected, "usage": case_usage,
+         "interrupt": case_interrupt, "experts": case_experts}
 
 
 def main():

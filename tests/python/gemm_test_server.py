@@ -33,11 +33,13 @@ def backend() -> str:
 
 
 class Server:
-    """A gemm_server child process: Server(binary, extra_flags).start() ... .stop()."""
+    """A gemm_server child process: Server(binary, extra_flags).start() ... .stop(). `port`: listen
+    there (default: a free port, a fresh one when it was taken in between)."""
 
-    def __init__(self, binary: str, flags=(), log_path: str = None):
+    def __init__(self, binary: str, flags=(), log_path: str = None, port: int = None):
         self.binary = binary
         self.flags = list(flags)
+        self.fixed_port = port
         self.port = None
         self.proc = None
         self.log_path = log_path
@@ -49,8 +51,8 @@ class Server:
 
     def start(self, ready_timeout: float = 30.0) -> "Server":
         last_error = None
-        for _ in range(3):  # the free port may be taken in between: retry on a fresh one
-            self.port = free_port()
+        for _ in range(1 if self.fixed_port else 3):  # a free port may be taken in between
+            self.port = self.fixed_port or free_port()
             cmd = [self.binary, f"--backend={backend()}", "--host=127.0.0.1", f"--port={self.port}",
                    "--metrics_port=0"] + self.flags
             self._log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL

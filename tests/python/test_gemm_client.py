@@ -274,9 +274,11 @@ class ClientTest(unittest.TestCase):
             self.assertEqual(cm.exception.code, grpc.StatusCode.UNAVAILABLE)
 
     def test_example_runs(self):
+        # From the source tree (the installed package: tests/python/pip_install_test.py).
         example = os.path.join(REPO, "client", "python", "examples", "matmul_example.py")
+        env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "client", "python"))
         out = subprocess.run([sys.executable, example, "--target", SERVER.target],
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=60, env=env)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         self.assertIn("OK", out.stdout)
 

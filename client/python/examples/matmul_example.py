@@ -1,17 +1,16 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Example: multiply numpy matrices on a gemm-service server, with and without a resident weight.
 
-  /usr/bin/python3 client/python/examples/matmul_example.py --target localhost:50051
+  pip install ./client/python
+  python3 client/python/examples/matmul_example.py --target localhost:50051
 """
 
 import argparse
-import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from gemm_client import GemmClient, round_to_bf16  # noqa: E402
+from gemm_client import GemmClient, round_to_bf16
 
 
 def main() -> int:
