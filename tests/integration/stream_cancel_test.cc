@@ -97,7 +97,6 @@ TEST(StreamCancelTest, StreamsEndingWhileTheirRequestsAreReadDoNotCrashTheServer
     ++rounds;
     alive = s.client().GetServerInfo().ok();
   }
-  fprintf(stderr, "rounds: %d\n", rounds);
   stop = true;
   for (auto& b : busy) b.join();
   EXPECT_TRUE(alive) << "the server stopped answering after " << rounds << " rounds";
