@@ -2,6 +2,7 @@
 # early, messages that do not parse, a drain with streams open, answer backpressure, idle and
 # cancelled uploads.
 add_executable(stream_service_test
+  ${CMAKE_CURRENT_LIST_DIR}/stream_backpressure_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/stream_cancel_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/stream_drain_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/wire_parse_test.cc
