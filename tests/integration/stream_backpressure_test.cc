@@ -133,9 +133,10 @@ int64_t GrowthWhileUnread(const std::vector<std::string>& flags, int streams, in
 }
 
 TEST(StreamBackpressureTest, PerStreamCapBoundsTheServerWhileTheClientDoesNotRead) {
-  // A 24 MiB cap: one 16 MiB answer fits, a second one goes over; 80 answers are 1.25 GiB.
+  // An 8 MiB cap, under one answer: the stream holds one answer at a time (each still goes);
+  // 80 answers are 1.25 GiB.
   const int64_t growth = GrowthWhileUnread(
-      {"--backend=cpu", absl::StrCat("--max_stream_answer_bytes=", 24 * kMiB)}, 1, 80, 512 * kMiB);
+      {"--backend=cpu", absl::StrCat("--max_stream_answer_bytes=", 8 * kMiB)}, 1, 80, 512 * kMiB);
   EXPECT_LT(growth, 256 * kMiB) << "the server grew by " << growth / kMiB << " MiB";
 }
 

@@ -5,6 +5,7 @@ add_executable(stream_service_test
   ${CMAKE_CURRENT_LIST_DIR}/stream_backpressure_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/stream_cancel_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/stream_drain_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/upload_lifecycle_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/wire_parse_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/test_util.cc)
 target_link_libraries(stream_service_test PRIVATE gemm_test_server_process gemm_common
