@@ -23,13 +23,13 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
 
 absl::StatusOr<AnswerBudget::Options> AnswerBudget::Resolve(Options options) {
   if (options.per_stream_bytes < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "per-stream answer bytes: must be >= 1, got ", options.per_stream_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("per-stream answer bytes: must be >= 1, got ", options.per_stream_bytes));
   }
   if (options.server_bytes < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "server answer bytes: must be >= 0 (0: a quarter of physical memory), got ",
-        options.server_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("server answer bytes: must be >= 0 (0: a quarter of physical memory), got ",
+                     options.server_bytes));
   }
   if (options.server_bytes == 0) options.server_bytes = DefaultServerBytes();
   return options;
@@ -45,8 +45,8 @@ int64_t AnswerBytes(const core::GemmRequest& request) {
   int64_t total = 0;
   for (const core::Problem& p : request.problems) {
     if (!p.d_dest.empty()) continue;
-    const int64_t bytes = SaturatingMul(
-        SaturatingMul(SaturatingMul(p.count, p.m), p.n), core::DTypeBytes(p.out_dtype));
+    const int64_t bytes = SaturatingMul(SaturatingMul(SaturatingMul(p.count, p.m), p.n),
+                                        core::DTypeBytes(p.out_dtype));
     if (bytes >= kMaxAnswerBytes - total) return kMaxAnswerBytes;
     total += bytes;
   }

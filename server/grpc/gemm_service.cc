@@ -21,8 +21,9 @@ absl::StatusOr<std::unique_ptr<GemmServiceImpl>> GemmServiceImpl::Create(core::G
   if (!answers.ok()) return answers.status();
   options.answers = *answers;
   if (options.upload_idle_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat("upload idle timeout: must be > 0, got ",
-                                                   absl::FormatDuration(options.upload_idle_timeout)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("upload idle timeout: must be > 0, got ",
+                     absl::FormatDuration(options.upload_idle_timeout)));
   }
   return std::unique_ptr<GemmServiceImpl>(new GemmServiceImpl(engine, std::move(options)));
 }

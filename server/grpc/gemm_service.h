@@ -16,8 +16,8 @@
 namespace gemm::service {
 
 // v1::GemmService with every method raw.
-using RawGemmService = v1::GemmService::WithRawCallbackMethod_Gemm<
-    v1::GemmService::WithRawCallbackMethod_GemmStream<
+using RawGemmService =
+    v1::GemmService::WithRawCallbackMethod_Gemm<v1::GemmService::WithRawCallbackMethod_GemmStream<
         v1::GemmService::WithRawCallbackMethod_GemmStreamPacked<
             v1::GemmService::WithRawCallbackMethod_RegisterMatrix<
                 v1::GemmService::WithRawCallbackMethod_ReleaseMatrix<
@@ -75,8 +75,7 @@ class GemmServiceImpl final : public RawGemmService {
                                              grpc::ByteBuffer* response) override;
 
  private:
-  GemmServiceImpl(core::GemmEngine* engine, Options options)
-      : state_(engine, std::move(options)) {}
+  GemmServiceImpl(core::GemmEngine* engine, Options options) : state_(engine, std::move(options)) {}
 
   // A unary RPC that completes on the calling thread: parses `request` as a Request, runs
   // `handler` on it and answers its Response (or its error).

@@ -153,9 +153,9 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       if (fired && !ended_) {
         if (absl::Now() >= last_chunk_ + timeout) {
           ended_ = true;
-          end = FailLocked(absl::DeadlineExceededError(absl::StrCat(
-              "no chunk arrived for ", absl::FormatDuration(timeout),
-              " (--upload_idle_timeout_s); the upload was abandoned")));
+          end = FailLocked(absl::DeadlineExceededError(
+              absl::StrCat("no chunk arrived for ", absl::FormatDuration(timeout),
+                           " (--upload_idle_timeout_s); the upload was abandoned")));
         } else {
           ArmIdleTimerLocked(last_chunk_ + timeout);
         }

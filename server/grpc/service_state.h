@@ -3,11 +3,11 @@
 // RPCs. Thread-safe.
 #pragma once
 
+#include <grpcpp/server_context.h>
+
 #include <atomic>
 #include <functional>
 #include <string>
-
-#include <grpcpp/server_context.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -45,8 +45,7 @@ class ServiceState {
   AnswerBudget& answers() { return answers_; }
 
   // Tells the observer (if any) that `method` finished with `code`.
-  void Observe(absl::string_view method, absl::StatusCode code,
-               const core::Timing* timing) const {
+  void Observe(absl::string_view method, absl::StatusCode code, const core::Timing* timing) const {
     if (options_.observer) options_.observer(method, code, timing);
   }
 

@@ -182,8 +182,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
                                            int64_t* bytes) {
     const absl::Time arrival = absl::Now();
     std::string id = request->request_id();
-    auto domain = FromProto(*request, arrival, RpcDeadline(*context_),
-                            state_->engine().shared_memory());
+    auto domain =
+        FromProto(*request, arrival, RpcDeadline(*context_), state_->engine().shared_memory());
     if (!domain.ok()) {
       Complete(id, domain.status(), 0);
       return nullptr;
@@ -318,7 +318,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   grpc::ByteBuffer read_buffer_;  // the read chain's (one read at a time)
   int64_t messages_ = 0;          // messages read so far (the read chain's)
   absl::Mutex mu_;
-  Responses ready_ ABSL_GUARDED_BY(mu_);                 // answers not yet written
+  Responses ready_ ABSL_GUARDED_BY(mu_);                  // answers not yet written
   std::deque<int64_t> ready_bytes_ ABSL_GUARDED_BY(mu_);  // the budget bytes of each of ready_
   grpc::ByteBuffer write_buffer_ ABSL_GUARDED_BY(mu_);    // the write in flight
   int64_t writing_bytes_ ABSL_GUARDED_BY(mu_) = 0;        // the budget bytes of that write

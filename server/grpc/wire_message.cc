@@ -32,12 +32,11 @@ absl::StatusOr<grpc::ByteBuffer> SerializeMessage(const google::protobuf::Messag
   }
   grpc::ByteBuffer out;
   bool own = false;
-  grpc::Status s =
-      grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::MessageLite>(message, &out,
-                                                                                     &own);
+  grpc::Status s = grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::MessageLite>(
+      message, &out, &own);
   if (!s.ok()) {
-    return absl::InternalError(absl::StrCat("serializing a ", message.GetTypeName(), ": ",
-                                            s.error_message()));
+    return absl::InternalError(
+        absl::StrCat("serializing a ", message.GetTypeName(), ": ", s.error_message()));
   }
   return out;
 }

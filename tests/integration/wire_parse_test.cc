@@ -140,8 +140,8 @@ ServerProcess* WireParseTest::server_ = nullptr;
 grpc::GenericStub* WireParseTest::stub_ = nullptr;
 
 void ExpectNamesMessage(const grpc::Status& s, const std::string& where, const std::string& type) {
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << where << ": "
-                                                                << s.error_message();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << where << ": " << s.error_message();
   EXPECT_NE(s.error_message().find(where), std::string::npos) << s.error_message();
   EXPECT_NE(s.error_message().find(type), std::string::npos) << s.error_message();
 }
@@ -158,7 +158,8 @@ TEST_F(WireParseTest, UnaryMethodsAnswerInvalidArgumentNamingTheMessage) {
   };
   for (const auto& [method, type] : methods) {
     SCOPED_TRACE(method);
-    const grpc::Status s = RawUnary(*stub_, absl::StrCat("/gemm.v1.GemmService/", method), kGarbage);
+    const grpc::Status s =
+        RawUnary(*stub_, absl::StrCat("/gemm.v1.GemmService/", method), kGarbage);
     ExpectNamesMessage(s, method, type);
   }
   // Well-formed bytes still work through the same raw path.
