@@ -19,26 +19,33 @@ int64_t SaturatingMul(int64_t a, int64_t b) {
   return out;
 }
 
+// The host's physical memory in bytes, or 0 when unknown.
+int64_t PhysicalMemoryBytes() {
+  const int64_t pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? SaturatingMul(pages, page) : 0;
+}
+
 }  // namespace
 
 absl::StatusOr<AnswerBudget::Options> AnswerBudget::Resolve(Options options) {
   if (options.per_stream_bytes < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("per-stream answer bytes: must be >= 1, got ", options.per_stream_bytes));
+        absl::StrCat("--max_stream_answer_bytes: must be >= 1, got ", options.per_stream_bytes));
   }
-  if (options.server_bytes < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("server answer bytes: must be >= 0 (0: a quarter of physical memory), got ",
-                     options.server_bytes));
+  const int64_t physical = PhysicalMemoryBytes();
+  if (options.server_bytes < 0 || (physical > 0 && options.server_bytes > physical)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_answer_bytes: must be between 0 (a quarter of physical memory) and the host's "
+        "physical memory (",
+        physical, " bytes), got ", options.server_bytes));
   }
   if (options.server_bytes == 0) options.server_bytes = DefaultServerBytes();
   return options;
 }
 
 int64_t AnswerBudget::DefaultServerBytes() {
-  const int64_t pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return int64_t{1} << 30;  // unknown: 1 GiB
-  return SaturatingMul(pages, page) / 4;
+  const int64_t physical = PhysicalMemoryBytes();
+  return physical > 0 ? physical / 4 : int64_t{1} << 30;  // unknown: 1 GiB
 }
 
 int64_t AnswerBytes(const core::GemmRequest& request) {

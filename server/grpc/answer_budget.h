@@ -29,9 +29,10 @@ class AnswerBudget {
     int64_t server_bytes = 0;
   };
 
-  // INVALID_ARGUMENT for a cap below 1 (server_bytes: below 0).
+  // `options` with a zero server cap replaced by DefaultServerBytes(); INVALID_ARGUMENT for a
+  // per-stream cap below 1 or a server cap below 0 or above the host's physical memory.
   static absl::StatusOr<AnswerBudget::Options> Resolve(Options options);
-  // A quarter of the host's physical memory.
+  // A quarter of the host's physical memory (1 GiB when it cannot be read).
   static int64_t DefaultServerBytes();
 
   // `options` resolved (see Resolve).

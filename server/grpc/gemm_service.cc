@@ -22,7 +22,7 @@ absl::StatusOr<std::unique_ptr<GemmServiceImpl>> GemmServiceImpl::Create(core::G
   options.answers = *answers;
   if (options.upload_idle_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("upload idle timeout: must be > 0, got ",
+        absl::StrCat("--upload_idle_timeout_s: must be > 0, got ",
                      absl::FormatDuration(options.upload_idle_timeout)));
   }
   return std::unique_ptr<GemmServiceImpl>(new GemmServiceImpl(engine, std::move(options)));

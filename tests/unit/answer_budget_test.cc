@@ -25,6 +25,9 @@ TEST(AnswerBudgetTest, ResolveChecksTheCapsAndDerivesTheServerCap) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(AnswerBudget::Resolve({.server_bytes = -1}).status().code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(AnswerBudget::Resolve({.server_bytes = int64_t{1} << 62}).status().code(),
+            absl::StatusCode::kInvalidArgument)
+      << "more than the host holds";
   auto derived = AnswerBudget::Resolve({.server_bytes = 0});
   ASSERT_TRUE(derived.ok()) << derived.status();
   EXPECT_EQ(derived->server_bytes, AnswerBudget::DefaultServerBytes());
