@@ -59,6 +59,8 @@ struct PackedMessages {
 // go away at OnDone, after Finish):
 //  - Finish only when no read is outstanding, no message is being handled, every request handed
 //    out has been answered and no write or deferred flush is pending.
+//  - The next read starts as soon as a message has arrived (its requests counted first), so
+//    reading overlaps handling; two messages may be handled at once.
 //  - Once the call is broken (cancelled by the client, its deadline or the server's shutdown, or
 //    a write failed) nothing more is read or submitted: a read that completes late is dropped,
 //    queued requests see `cancelled` and are answered without running, answers are dropped.
@@ -93,7 +95,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     std::optional<grpc::Status> end;
     {
       absl::MutexLock lock(&mu_);
-      handling_ = false;
+      --handling_;
       end = AdvanceLocked();
     }
     if (end) Finish(*end);
@@ -128,7 +130,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
  private:
   // The read that just completed is over. Returns true when `message` (null: none, the client is
   // done or `parsed` says why not) is to be handled: its requests are counted in flight first, so
-  // that the call cannot end under them. Otherwise stops reading (and may end the call).
+  // that the call cannot end under them, and the next read starts at once if the budget allows
+  // (it overlaps the handling). Otherwise stops reading (and may end the call).
   bool BeginHandling(const In* message, const absl::Status& parsed) {
     std::optional<grpc::Status> end;
     {
@@ -136,7 +139,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       reading_ = false;
       if (message != nullptr && !broken_) {
         in_flight_ += Messages::Count(*message);
-        handling_ = true;
+        ++handling_;
+        MaybeStartReadLocked();
         return true;
       }
       reads_over_ = true;
@@ -255,17 +259,22 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // releasing mu_: OnDone may delete this reactor as soon as Finish() is called.
   std::optional<grpc::Status> AdvanceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!broken_ && !writing_ && !flush_pending_ && !ready_.empty()) StartWriteLocked();
-    if (!broken_ && !reading_ && !reads_over_ && !handling_ &&
-        state_->answers().MayRead(held_bytes_)) {
-      StartReadLocked();
-    }
-    if (finished_ || reading_ || handling_ || in_flight_ > 0 || writing_ || flush_pending_) {
+    MaybeStartReadLocked();
+    if (finished_ || reading_ || handling_ > 0 || in_flight_ > 0 || writing_ || flush_pending_) {
       return std::nullopt;
     }
     if (!broken_ && (!reads_over_ || !ready_.empty())) return std::nullopt;
     finished_ = true;
     if (broken_ && status_.ok()) status_ = grpc::Status::CANCELLED;
     return status_;
+  }
+
+  // Reads the next message unless a read is out, reading is over, or the answers this stream
+  // holds are over the budget (a message being handled already counts its answers unless its
+  // read overlapped; so a stream holds at most one message's answers beyond its cap).
+  void MaybeStartReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (broken_ || reading_ || reads_over_ || !state_->answers().MayRead(held_bytes_)) return;
+    StartReadLocked();
   }
 
   void StartReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -325,7 +334,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   int64_t held_bytes_ ABSL_GUARDED_BY(mu_) = 0;           // budget bytes this stream holds
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;            // requests not yet answered
   bool reading_ ABSL_GUARDED_BY(mu_) = false;             // a read is outstanding
-  bool handling_ ABSL_GUARDED_BY(mu_) = false;            // a message's requests are submitted
+  int handling_ ABSL_GUARDED_BY(mu_) = 0;                 // messages whose requests are submitted
   bool reads_over_ ABSL_GUARDED_BY(mu_) = false;          // nothing more will be read
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool flush_pending_ ABSL_GUARDED_BY(mu_) = false;  // a Flush() is deferred (AnswerBatch)
