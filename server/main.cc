@@ -157,6 +157,20 @@ ABSL_FLAG(int32_t, gpu_timing_every, 8,
           "observe the timed ones. Timing every unit costs ~10 us of host time per unit: decode "
           "at 64 callers ran 7% slower timed than untimed (H100).");
 ABSL_FLAG(bool, self_test, true, "CUDA: self-test the kernel against cuBLASLt at start-up.");
+// The gRPC service's streams and uploads.
+ABSL_FLAG(int64_t, max_stream_answer_bytes, int64_t{256} << 20,
+          "Bytes of answers one GemmStream/GemmStreamPacked call may hold (being computed, "
+          "waiting or being written) before the server stops reading its requests until the "
+          "client reads answers (HTTP/2 flow control then holds the client back); a single "
+          "larger answer still goes, alone. Default 268435456 (256 MiB).");
+ABSL_FLAG(int64_t, max_answer_bytes, 0,
+          "Bytes of stream answers all calls together may hold before every stream holding some "
+          "stops reading until its answers are written. Default 0: a quarter of the host's "
+          "physical memory.");
+ABSL_FLAG(int32_t, upload_idle_timeout_s, 60,
+          "A RegisterMatrix upload that receives no chunk for this many seconds ends "
+          "DEADLINE_EXCEEDED and gives its reserved bytes back. Default 60.");
+
 ABSL_FLAG(
     bool, reuse_large_buffers, true,
     "Keep freed payload-sized buffers in the heap for reuse instead of unmapping them "
@@ -200,6 +214,7 @@ struct Options {
   bool reuse_port = false;             // share the port with other processes (SO_REUSEPORT)
   int64_t max_connections = 0;         // client connections held at once; 0: from the file limit
   gemm::core::GemmEngine::Options engine;
+  gemm::service::GemmServiceImpl::Options service;
   int cpu_workers = 2;
 #ifdef GEMM_HAVE_CUDA_BACKEND
   gemm::gpu::CudaBackendOptions cuda;
@@ -233,6 +248,12 @@ Options OptionsFromFlags() {
   b.enable_batching = absl::GetFlag(FLAGS_batching);
   b.dispatch_when_idle = absl::GetFlag(FLAGS_dispatch_when_idle);
   o.cpu_workers = absl::GetFlag(FLAGS_cpu_workers);
+  o.service = {
+      .version = GEMM_VERSION,
+      .answers = {.per_stream_bytes = absl::GetFlag(FLAGS_max_stream_answer_bytes),
+                  .server_bytes = absl::GetFlag(FLAGS_max_answer_bytes)},
+      .upload_idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_upload_idle_timeout_s)),
+  };
 #ifdef GEMM_HAVE_CUDA_BACKEND
   o.cuda.pool_cap_bytes = absl::GetFlag(FLAGS_pool_cap_bytes);
   o.cuda.staging_bytes = absl::GetFlag(FLAGS_staging_bytes);
@@ -365,12 +386,23 @@ int Run(const Options& o) {
   }
   LogLimits(**engine);
   gemm::core::Metrics* m = metrics->get();
-  gemm::service::GemmServiceImpl service(
-      engine->get(), GEMM_VERSION,
-      [m](absl::string_view method, absl::StatusCode code, const gemm::core::Timing* timing) {
-        m->RecordRpc(method, static_cast<int>(code));
-        if (timing != nullptr) m->RecordTiming(*timing);
-      });
+  gemm::service::GemmServiceImpl::Options service_options = o.service;
+  service_options.observer = [m](absl::string_view method, absl::StatusCode code,
+                                 const gemm::core::Timing* timing) {
+    m->RecordRpc(method, static_cast<int>(code));
+    if (timing != nullptr) m->RecordTiming(*timing);
+  };
+  auto service = gemm::service::GemmServiceImpl::Create(engine->get(), std::move(service_options));
+  if (!service.ok()) {
+    GEMM_LOG(ERROR) << "service: " << service.status();
+    return 1;
+  }
+  const auto& answers = (*service)->options().answers;
+  GEMM_LOG(INFO) << "stream answers held: up to " << (answers.per_stream_bytes >> 20)
+                 << " MiB per stream, " << (answers.server_bytes >> 20) << " MiB in all"
+                 << (o.service.answers.server_bytes == 0 ? " (a quarter of physical memory)" : "")
+                 << "; uploads idle for " << (*service)->options().upload_idle_timeout
+                 << " are abandoned";
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -395,7 +427,7 @@ int Run(const Options& o) {
     }
   }
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_port ? 1 : 0);
-  builder.RegisterService(&service);
+  builder.RegisterService(service->get());
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || bound_port == 0) {
     GEMM_LOG(ERROR) << (gemm::server::PortInUse(o.host, o.port)
@@ -437,6 +469,11 @@ int Run(const Options& o) {
   int sig = 0;
   sigwait(&signals, &sig);
   GEMM_LOG(INFO) << "signal " << sig << ": draining (up to " << o.drain_timeout << ")";
+  // New requests, also on streams already open, are refused from here on; the ones accepted
+  // before are answered: Shutdown waits (up to the drain timeout) for every call, and a stream
+  // call ends only after each request it handed to the engine is answered, so the engine keeps
+  // running until Shutdown returns.
+  (*service)->StartDrain();
   health->SetServingStatus("gemm.v1.GemmService", false);
   health->SetServingStatus(false);
   server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(o.drain_timeout));

@@ -1,65 +1,92 @@
 // gemm.v1.GemmService on gRPC's callback API. Thin: converts protos to domain requests, hands them
 // to the GemmEngine and finishes RPCs from the engine's completion callbacks (never blocking a
-// gRPC thread on compute).
+// gRPC thread on compute). Every method is registered raw (grpc::ByteBuffer in and out) and
+// parses its messages itself (wire_message.h), so bytes that are not the request message are
+// answered INVALID_ARGUMENT naming the message. Reflection and health are separate services and
+// unaffected.
 #pragma once
 
-#include <functional>
-#include <string>
+#include <memory>
 
-#include "absl/status/status.h"
-#include "absl/strings/string_view.h"
+#include "absl/status/statusor.h"
 #include "gemm/v1/gemm_service.grpc.pb.h"
 #include "server/core/engine.h"
+#include "server/grpc/service_state.h"
 
 namespace gemm::service {
 
-// Told about every finished RPC (for metrics). `timing` is null when the request did not run.
-// Called from gRPC or engine threads; must be thread-safe and fast.
-using RpcObserver = std::function<void(absl::string_view method, absl::StatusCode code,
-                                       const core::Timing* timing)>;
+// v1::GemmService with every method raw.
+using RawGemmService =
+    v1::GemmService::WithRawCallbackMethod_Gemm<v1::GemmService::WithRawCallbackMethod_GemmStream<
+        v1::GemmService::WithRawCallbackMethod_GemmStreamPacked<
+            v1::GemmService::WithRawCallbackMethod_RegisterMatrix<
+                v1::GemmService::WithRawCallbackMethod_ReleaseMatrix<
+                    v1::GemmService::WithRawCallbackMethod_ListMatrices<
+                        v1::GemmService::WithRawCallbackMethod_GetServerInfo<
+                            v1::GemmService::WithRawCallbackMethod_RegisterSharedMemory<
+                                v1::GemmService::WithRawCallbackMethod_UnregisterSharedMemory<
+                                    v1::GemmService::WithRawCallbackMethod_ListSharedMemory<
+                                        v1::GemmService::Service>>>>>>>>>>;
 
-class GemmServiceImpl final : public v1::GemmService::CallbackService {
+class GemmServiceImpl final : public RawGemmService {
  public:
-  // `engine` must outlive the service. `version` is reported by GetServerInfo.
-  GemmServiceImpl(core::GemmEngine* engine, std::string version, RpcObserver observer = nullptr);
+  using Options = ServiceOptions;
 
+  // `engine` must outlive the service. INVALID_ARGUMENT for options out of range (see
+  // AnswerBudget::Resolve); a zero server answer cap becomes a quarter of physical memory.
+  static absl::StatusOr<std::unique_ptr<GemmServiceImpl>> Create(core::GemmEngine* engine,
+                                                                 Options options);
+
+  // From now on requests are answered UNAVAILABLE, also those arriving on streams already open
+  // (each answered on its stream, which stays open); requests accepted before are answered.
+  // Call before grpc::Server::Shutdown on SIGTERM. Thread-safe.
+  void StartDrain() { state_.StartDrain(); }
+
+  // The options in force (the answer caps resolved).
+  const Options& options() const { return state_.options(); }
+
+  // Each method: the gemm.v1 RPC of that name (see the proto), over raw bytes.
   grpc::ServerUnaryReactor* Gemm(grpc::CallbackServerContext* context,
-                                 const v1::GemmRequest* request,
-                                 v1::GemmResponse* response) override;
-  grpc::ServerBidiReactor<v1::GemmRequest, v1::GemmResponse>* GemmStream(
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GemmStream(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerBidiReactor<v1::GemmRequestPack, v1::GemmResponsePack>* GemmStreamPacked(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* GemmStreamPacked(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerReadReactor<v1::RegisterMatrixChunk>* RegisterMatrix(
-      grpc::CallbackServerContext* context, v1::MatrixInfo* response) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* RegisterMatrix(grpc::CallbackServerContext* context,
+                                                            grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ReleaseMatrix(grpc::CallbackServerContext* context,
-                                          const v1::ReleaseMatrixRequest* request,
-                                          v1::ReleaseMatrixResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListMatrices(grpc::CallbackServerContext* context,
-                                         const v1::ListMatricesRequest* request,
-                                         v1::ListMatricesResponse* response) override;
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
-                                          const v1::GetServerInfoRequest* request,
-                                          v1::ServerInfo* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* RegisterSharedMemory(grpc::CallbackServerContext* context,
-                                                 const v1::RegisterSharedMemoryRequest* request,
-                                                 v1::SharedMemoryInfo* response) override;
-  grpc::ServerUnaryReactor* UnregisterSharedMemory(
-      grpc::CallbackServerContext* context, const v1::UnregisterSharedMemoryRequest* request,
-      v1::UnregisterSharedMemoryResponse* response) override;
+                                                 const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* UnregisterSharedMemory(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListSharedMemory(grpc::CallbackServerContext* context,
-                                             const v1::ListSharedMemoryRequest* request,
-                                             v1::ListSharedMemoryResponse* response) override;
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) override;
 
  private:
-  template <class Messages>
-  class StreamReactor;  // GemmStream and GemmStreamPacked
-  class RegisterReactor;
-  void Observe(absl::string_view method, absl::StatusCode code, const core::Timing* timing) const;
+  GemmServiceImpl(core::GemmEngine* engine, Options options) : state_(engine, std::move(options)) {}
 
-  core::GemmEngine* const engine_;
-  const std::string version_;
-  const RpcObserver observer_;
+  // A unary RPC that completes on the calling thread: parses `request` as a Request, runs
+  // `handler` on it and answers its Response (or its error).
+  template <class Request, class Response, class Handler>
+  grpc::ServerUnaryReactor* Serve(absl::string_view method, grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request, grpc::ByteBuffer* response,
+                                  Handler handler);
+
+  core::GemmEngine& engine() { return state_.engine(); }
+
+  ServiceState state_;
 };
 
 }  // namespace gemm::service

@@ -103,7 +103,9 @@ class StreamPackingTest : public ::testing::Test {
     auto m = (*reg)->Finish();
     ASSERT_TRUE(m.ok()) << m.status();
     handle_ = (*m)->desc().handle;
-    service_ = std::make_unique<service::GemmServiceImpl>(engine_.get(), "test");
+    auto service = service::GemmServiceImpl::Create(engine_.get(), {.version = "test"});
+    ASSERT_TRUE(service.ok()) << service.status();
+    service_ = std::move(*service);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);

@@ -1,0 +1,74 @@
+// What the reactors of gemm.v1.GemmService share: the engine, the service's options, the answer
+// budget of the streams, whether the server is draining, and the observer told about finished
+// RPCs. Thread-safe.
+#pragma once
+
+#include <grpcpp/server_context.h>
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/core/engine.h"
+#include "server/grpc/answer_budget.h"
+
+namespace gemm::service {
+
+// Told about every finished RPC (for metrics). `timing` is null when the request did not run.
+// Called from gRPC or engine threads; must be thread-safe and fast.
+using RpcObserver = std::function<void(absl::string_view method, absl::StatusCode code,
+                                       const core::Timing* timing)>;
+
+struct ServiceOptions {
+  // Reported by GetServerInfo. Default "dev".
+  std::string version = "dev";
+  // Told about every finished RPC; may be empty (default).
+  RpcObserver observer;
+  // Stream backpressure (AnswerBudget): 256 MiB per stream, a quarter of physical memory in all.
+  AnswerBudget::Options answers;
+  // A RegisterMatrix upload that receives no chunk for this long ends DEADLINE_EXCEEDED and
+  // gives its reservation back. Default 60 s.
+  absl::Duration upload_idle_timeout = absl::Seconds(60);
+};
+
+class ServiceState {
+ public:
+  // `engine` must outlive the state; `options` must be resolved (AnswerBudget::Resolve).
+  ServiceState(core::GemmEngine* engine, ServiceOptions options)
+      : engine_(engine), options_(std::move(options)), answers_(options_.answers) {}
+
+  core::GemmEngine& engine() const { return *engine_; }
+  const ServiceOptions& options() const { return options_; }
+  AnswerBudget& answers() { return answers_; }
+
+  // Tells the observer (if any) that `method` finished with `code`.
+  void Observe(absl::string_view method, absl::StatusCode code, const core::Timing* timing) const {
+    if (options_.observer) options_.observer(method, code, timing);
+  }
+
+  // From now on new requests are refused (Admit), also on streams already open.
+  void StartDrain() { draining_.store(true); }
+  // OK while the server takes new requests; UNAVAILABLE once it drains.
+  absl::Status Admit() const {
+    if (!draining_.load()) return absl::OkStatus();
+    return absl::UnavailableError("the server is shutting down; send the request to another one");
+  }
+
+ private:
+  core::GemmEngine* const engine_;
+  const ServiceOptions options_;
+  AnswerBudget answers_;
+  std::atomic<bool> draining_{false};
+};
+
+// The call's deadline (InfiniteFuture when it has none).
+inline absl::Time RpcDeadline(const grpc::CallbackServerContext& context) {
+  const auto d = context.deadline();
+  if (d == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(d);
+}
+
+}  // namespace gemm::service

@@ -1,0 +1,9 @@
+# The gRPC layer's stream answer budget (backpressure caps, answer sizes) and its parsing of raw
+# request bytes (no server, no network).
+add_executable(answer_budget_test ${CMAKE_CURRENT_LIST_DIR}/answer_budget_test.cc)
+target_link_libraries(answer_budget_test PRIVATE gemm_grpc_service GTest::gtest_main)
+gtest_discover_tests(answer_budget_test DISCOVERY_MODE PRE_TEST)
+
+add_executable(wire_message_test ${CMAKE_CURRENT_LIST_DIR}/wire_message_test.cc)
+target_link_libraries(wire_message_test PRIVATE gemm_grpc_service GTest::gtest_main)
+gtest_discover_tests(wire_message_test DISCOVERY_MODE PRE_TEST)
