@@ -17,12 +17,18 @@ class PosixShm {
   // The object is unlinked when this mapping is destroyed.
   static absl::StatusOr<std::unique_ptr<PosixShm>> Create(const std::string& key, int64_t bytes);
 
-  // Maps [offset, offset + bytes) of the existing object `key` read-write. NOT_FOUND when there is
-  // no such object, INVALID_ARGUMENT when the range is not inside it.
+  // Maps [offset, offset + bytes) of the existing object `key` read-write. The object must be a
+  // regular shared-memory object (not a symbolic link, directory or device) owned by this
+  // process's effective user, or else shared on purpose: readable and writable by its group or
+  // by everyone (a privileged server does not map another user's private object). NOT_FOUND when
+  // there is no such object, INVALID_ARGUMENT for a bad key, a range not inside the object or an
+  // object of the wrong kind, PERMISSION_DENIED for one it may not map. Never INTERNAL for
+  // anything a client did.
   static absl::StatusOr<std::unique_ptr<PosixShm>> Open(const std::string& key, int64_t offset,
                                                         int64_t bytes);
 
-  // OK when `key` is a valid object name: "/" followed by 1-200 characters, none of them "/".
+  // OK when `key` is a valid object name: "/" followed by 1 to NAME_MAX (255) bytes, none of them
+  // "/" or NUL, and not "." or "..". INVALID_ARGUMENT otherwise (quoting at most 64 bytes of it).
   static absl::Status CheckKey(const std::string& key);
 
   ~PosixShm();
