@@ -12,6 +12,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/guarded_copy.h"
 
 namespace gemm {
 namespace {
@@ -147,6 +148,11 @@ absl::StatusOr<std::unique_ptr<PosixShm>> PosixShm::Open(const std::string& key,
   return std::unique_ptr<PosixShm>(new PosixShm(key, map, map_bytes,
                                                 static_cast<char*>(map) + (offset - base), bytes,
                                                 /*owner=*/false));
+}
+
+bool PosixShm::Backed() const {
+  const volatile char* last = data_ + size_ - 1;
+  return RunGuarded([last] { (void)*last; });
 }
 
 PosixShm::~PosixShm() {

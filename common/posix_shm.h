@@ -1,5 +1,7 @@
 // A mapped byte range of a POSIX shared-memory object (shm_open + mmap), unmapped when destroyed.
 // Clients create objects to pass operands by reference; the server maps the ranges they register.
+// The object's owner can shrink it under the mapping: touch the bytes with common/guarded_copy.h,
+// and ask Backed() before use.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,10 @@ class PosixShm {
   // The whole mapping (page-aligned; contains [data(), data() + size())).
   void* map_base() const { return map_; }
   size_t map_bytes() const { return map_bytes_; }
+  // Whether the object still backs every page of the range: false once its owner has shrunk it
+  // so that touching the range's end would fault (SIGBUS). Reads the range's last byte under
+  // RunGuarded(). Thread-safe.
+  bool Backed() const;
 
  private:
   PosixShm(std::string key, void* map, size_t map_bytes, char* data, int64_t size, bool owner)

@@ -2,12 +2,49 @@
 #include "server/core/shared_memory_registry.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "server/core/validation.h"
 
 namespace gemm::core {
+namespace {
+
+constexpr size_t kMaxNameBytes = 256;
+
+// Why `field` may not use `region` any more: its object shrank.
+absl::Status Shrunk(const std::string& field, const SharedMemoryRegion& region) {
+  const SharedMemoryRegion::Desc& d = region.desc();
+  return absl::FailedPreconditionError(absl::StrCat(
+      field, ": shared-memory region '", d.name, "' is no longer backed: its object ", d.key,
+      " was shrunk below offset ", d.offset, " + byte_size ", d.byte_size,
+      " after registration (unregister the region, and register it again once the object has "
+      "its size)"));
+}
+
+// Whether [data, data + size) holds `p`.
+bool Holds(const char* data, size_t size, const char* p) { return p >= data && p < data + size; }
+
+// The wire field of the operand or output of `request` that holds `p` ("group.problems[2].a_shm"),
+// or "shared memory" when none does.
+std::string OperandField(const GemmRequest& request, const char* p) {
+  for (size_t i = 0; i < request.problems.size(); ++i) {
+    const Problem& q = request.problems[i];
+    for (const auto& [name, bytes] : {std::pair<const char*, absl::string_view>{"a", q.a},
+                                      {"b", q.b},
+                                      {"c", q.c},
+                                      {"d", {q.d_dest.data(), q.d_dest.size()}}}) {
+      if (Holds(bytes.data(), bytes.size(), p)) {
+        return absl::StrCat(ProblemField(request.kind, i), ".", name, "_shm");
+      }
+    }
+  }
+  return "shared memory";
+}
+
+}  // namespace
 
 SharedMemoryRegion::SharedMemoryRegion(Desc desc, std::unique_ptr<PosixShm> map, Backend* backend,
                                        bool pinned)
@@ -35,7 +72,7 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
     return absl::FailedPreconditionError(
         "shared-memory registration is turned off on this server (--max_shared_memory_bytes=0)");
   }
-  if (desc.name.empty() || desc.name.size() > 256) {
+  if (desc.name.empty() || desc.name.size() > kMaxNameBytes) {
     return absl::InvalidArgumentError("name: must be 1-256 characters");
   }
   const bool device = !desc.cuda_ipc_handle.empty();
@@ -135,7 +172,7 @@ absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
 
 absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
     const std::string& field, const SharedMemoryRef& ref,
-    std::vector<std::shared_ptr<const void>>* keep) const {
+    std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep) const {
   std::shared_ptr<const SharedMemoryRegion> r;
   {
     absl::MutexLock lock(&mu_);
@@ -143,6 +180,11 @@ absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
     if (it != regions_.end()) r = it->second;
   }
   if (r == nullptr) {
+    if (ref.region.size() > kMaxNameBytes) {
+      return absl::NotFoundError(absl::StrCat(field, ".region: no shared-memory region has a ",
+                                              ref.region.size(), "-byte name (at most ",
+                                              kMaxNameBytes, ")"));
+    }
     return absl::NotFoundError(absl::StrCat(field, ".region: no shared-memory region '", ref.region,
                                             "' (RegisterSharedMemory)"));
   }
@@ -153,10 +195,23 @@ absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
         field, ": offset ", ref.offset, " + byte_size ", ref.byte_size,
         " is not a non-empty range inside region '", ref.region, "' (", size, " bytes)"));
   }
+  if (!r->Backed()) return Shrunk(field, *r);
   Resolved out{absl::Span<char>(r->data() + ref.offset, static_cast<size_t>(ref.byte_size)),
                r->pinned(), r->on_device(), r->on_device() ? r->desc().device : -1};
   keep->push_back(std::move(r));
   return out;
+}
+
+absl::Status SharedMemoryRegistry::ShrunkError(const GemmRequest& request, const void* where) {
+  const char* p = static_cast<const char*>(where);
+  const std::string field = OperandField(request, p);
+  for (const auto& r : request.regions) {
+    if (!r->on_device() && Holds(r->data(), r->desc().byte_size, p)) return Shrunk(field, *r);
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(field,
+                   ": a page of its shared-memory region vanished while the server copied it (the "
+                   "region's object was shrunk after registration)"));
 }
 
 std::vector<SharedMemoryRegistry::Entry> SharedMemoryRegistry::List() const {

@@ -3,6 +3,14 @@
 // allocation mapped through CUDA IPC, so operands and outputs travel by reference instead of
 // inside gRPC messages. Requests hold their regions (shared_ptr) so an unregistered region stays
 // mapped until they finish. Thread-safe.
+//
+// A client keeps its object and may shrink it (ftruncate) under the server's mapping. Then:
+// Resolve() refuses a reference into a region whose object no longer backs it
+// (FAILED_PRECONDITION naming the field and the region); a request that was admitted before the
+// object shrank fails when its copy touches a vanished page, because every CPU access to region
+// bytes runs under common/guarded_copy.h (a SIGBUS guard; see there why not pread/pwrite), and
+// ShrunkError() words that failure. Page-locked regions are copied by DMA through the pages pinned
+// at registration, which outlive the shrink: their copies never fault.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +26,7 @@
 #include "common/posix_shm.h"
 #include "server/core/backend.h"
 #include "server/core/device_mappings.h"
+#include "server/core/types.h"
 
 namespace gemm::core {
 
@@ -40,6 +49,9 @@ class SharedMemoryRegion {
   ~SharedMemoryRegion();
 
   const Desc& desc() const { return desc_; }
+  // Whether the object still backs the whole range (always true for GPU memory); see
+  // PosixShm::Backed().
+  bool Backed() const { return map_ == nullptr || map_->Backed(); }
   // The mapped bytes (byte_size of them); a device address for GPU memory.
   char* data() const { return map_ != nullptr ? map_->data() : device_base_ + desc_.offset; }
   // The backend page-locked the range.
@@ -71,8 +83,9 @@ class SharedMemoryRegistry {
   SharedMemoryRegistry(Backend* backend, int64_t max_bytes, std::string key_prefix);
 
   // Maps and pins `desc`'s range, or maps its GPU allocation (cuda_ipc_handle set, key empty).
-  // INVALID_ARGUMENT (bad name/key/range/handle/device), PERMISSION_DENIED (key outside the
-  // prefix), ALREADY_EXISTS (name taken), NOT_FOUND (no such object on this host),
+  // INVALID_ARGUMENT (bad name/key/range/handle/device, or an object that is not a regular
+  // shared-memory object), PERMISSION_DENIED (key outside the prefix, or another user's private
+  // object), ALREADY_EXISTS (name taken), NOT_FOUND (no such object on this host),
   // RESOURCE_EXHAUSTED (over the cap), FAILED_PRECONDITION (registration turned off),
   // UNIMPLEMENTED (GPU memory on a backend without CUDA).
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Register(SharedMemoryRegion::Desc desc);
@@ -81,16 +94,23 @@ class SharedMemoryRegistry {
   absl::Status Unregister(const std::string& name);
 
   // The bytes `ref` names, checked against its region (`field` prefixes error messages: NOT_FOUND
-  // for an unknown region, INVALID_ARGUMENT for a bad range), and whether they are page-locked.
-  // Appends the region to `keep`, which the request holds until it is destroyed.
+  // for an unknown region, INVALID_ARGUMENT for a bad range, FAILED_PRECONDITION for a region
+  // whose object has shrunk), and whether they are page-locked. Appends the region to `keep`,
+  // which the request holds until it is destroyed.
   struct Resolved {
     absl::Span<char> bytes;
     bool pinned = false;
     bool on_device = false;  // device addresses (a CUDA IPC region)
     int device = -1;         // with on_device: the GPU they are on
   };
-  absl::StatusOr<Resolved> Resolve(const std::string& field, const SharedMemoryRef& ref,
-                                   std::vector<std::shared_ptr<const void>>* keep) const;
+  absl::StatusOr<Resolved> Resolve(
+      const std::string& field, const SharedMemoryRef& ref,
+      std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep) const;
+
+  // The error of `request`, whose copy of the byte at `where` (in one of its operands or outputs
+  // in shared memory) touched a page that vanished: FAILED_PRECONDITION naming the operand's
+  // field and the region whose object has shrunk.
+  static absl::Status ShrunkError(const GemmRequest& request, const void* where);
 
   struct Entry {
     std::shared_ptr<const SharedMemoryRegion> region;

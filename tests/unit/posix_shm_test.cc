@@ -1,7 +1,8 @@
 // PosixShm::Open as the server uses it on client-supplied keys: POSIX name rules (leading '/', no
 // other '/', no NUL, at most NAME_MAX bytes, not "." or ".."), with errors that quote a bounded
 // part of the key; symbolic links, directories and FIFOs are refused as INVALID_ARGUMENT, another
-// user's private object as PERMISSION_DENIED (never INTERNAL).
+// user's private object as PERMISSION_DENIED (never INTERNAL); Backed() tells when the object was
+// shrunk under the mapping.
 #include "common/posix_shm.h"
 
 #include <gtest/gtest.h>
@@ -96,6 +97,26 @@ TEST(PosixShmOpenTest, AnotherUsersPrivateObjectIsRefused) {
   ASSERT_EQ(chmod(path.c_str(), 0640), 0);
   EXPECT_EQ(PosixShm::Open((*shm)->key(), 0, 4096).status().code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+TEST(PosixShmOpenTest, BackedUntilTheObjectShrinksUnderTheRange) {
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  auto owner = testing::CreateTestShm("backed", 4 * page);
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  auto range = PosixShm::Open((*owner)->key(), 100, 3 * page);  // ends on page 3
+  ASSERT_TRUE(range.ok()) << range.status();
+  EXPECT_TRUE((*range)->Backed());
+  // Shrunk, but every page of the range still has the object behind it (bytes past the end of
+  // the object on its last page read as zeros and never fault).
+  ASSERT_TRUE(testing::ResizeShm((*owner)->key(), 3 * page + 1).ok());
+  EXPECT_TRUE((*range)->Backed());
+  ASSERT_TRUE(testing::ResizeShm((*owner)->key(), 3 * page).ok());
+  EXPECT_FALSE((*range)->Backed());
+  ASSERT_TRUE(testing::ResizeShm((*owner)->key(), 0).ok());
+  EXPECT_FALSE((*range)->Backed());
+  // Grown again: backed (the pages read as zeros).
+  ASSERT_TRUE(testing::ResizeShm((*owner)->key(), 4 * page).ok());
+  EXPECT_TRUE((*range)->Backed());
 }
 
 }  // namespace
