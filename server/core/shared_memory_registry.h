@@ -11,6 +11,10 @@
 // bytes runs under common/guarded_copy.h (a SIGBUS guard; see there why not pread/pwrite), and
 // ShrunkError() words that failure. Page-locked regions are copied by DMA through the pages pinned
 // at registration, which outlive the shrink: their copies never fault.
+//
+// The registry caps the regions' count (each is one memory mapping: the kernel allows a process
+// vm.max_map_count of them, and a process out of mappings fails its next large allocation) and
+// their bytes, counting each host region as the whole pages it maps.
 #pragma once
 
 #include <cstdint>
@@ -77,17 +81,23 @@ struct SharedMemoryRef {
 
 class SharedMemoryRegistry {
  public:
-  // `backend` pins and unpins ranges and must outlive every region. `max_bytes` caps the sum of
-  // the registered ranges; 0 turns registration off. Only objects whose names start with
-  // `key_prefix` may be registered.
-  SharedMemoryRegistry(Backend* backend, int64_t max_bytes, std::string key_prefix);
+  // Default cap on the number of registered regions.
+  static constexpr int64_t kDefaultMaxRegions = 1024;
+
+  // `backend` pins and unpins ranges and must outlive every region. `max_bytes` caps the bytes
+  // of the registered regions (each host region counted as the whole pages it maps); 0 turns
+  // registration off. Only objects whose names start with `key_prefix` may be registered. At most
+  // `max_regions` regions, and no more than half the memory mappings this process has left
+  // (vm.max_map_count less those in use when the registry is made); see max_regions().
+  SharedMemoryRegistry(Backend* backend, int64_t max_bytes, std::string key_prefix,
+                       int64_t max_regions = kDefaultMaxRegions);
 
   // Maps and pins `desc`'s range, or maps its GPU allocation (cuda_ipc_handle set, key empty).
   // INVALID_ARGUMENT (bad name/key/range/handle/device, or an object that is not a regular
   // shared-memory object), PERMISSION_DENIED (key outside the prefix, or another user's private
   // object), ALREADY_EXISTS (name taken), NOT_FOUND (no such object on this host),
-  // RESOURCE_EXHAUSTED (over the cap), FAILED_PRECONDITION (registration turned off),
-  // UNIMPLEMENTED (GPU memory on a backend without CUDA).
+  // RESOURCE_EXHAUSTED (over the byte or count cap), FAILED_PRECONDITION (registration turned
+  // off), UNIMPLEMENTED (GPU memory on a backend without CUDA).
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Register(SharedMemoryRegion::Desc desc);
 
   // Forgets `name` (NOT_FOUND if unknown); requests holding it finish first.
@@ -119,8 +129,12 @@ class SharedMemoryRegistry {
   // All regions, ordered by name.
   std::vector<Entry> List() const;
 
-  // Bytes of all registered ranges.
+  // Bytes of all registered regions, as counted against the cap (whole pages for host regions).
   int64_t bytes() const;
+
+  // The most regions registered at once: the constructor's max_regions, or less when this
+  // process has fewer memory mappings to spare.
+  int64_t max_regions() const { return max_regions_; }
 
  private:
   // Maps `desc`'s range of its host object or GPU allocation (the name and bytes are reserved).
@@ -131,6 +145,7 @@ class SharedMemoryRegistry {
   const std::shared_ptr<DeviceMappings> mappings_;  // held by GPU regions too
   const int64_t max_bytes_;
   const std::string key_prefix_;
+  const int64_t max_regions_;
   mutable absl::Mutex mu_;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_

@@ -1,8 +1,9 @@
 // Integration: the real server (CPU backend) against clients that misuse shared memory. A client
 // that shrinks (ftruncate) an object it registered gets FAILED_PRECONDITION naming the field and
 // the region for requests that read it and that write into it, whether it shrank before they
-// came or while they waited in the queue, and the server keeps serving everyone; bad keys (embedded
-// NUL, a symbolic link) get INVALID_ARGUMENT naming the key, never INTERNAL.
+// came or while they waited in the queue, and the server keeps serving everyone; registrations
+// are capped in number; bad keys (embedded NUL, a symbolic link) get INVALID_ARGUMENT naming the
+// key, never INTERNAL.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -134,6 +135,28 @@ TEST_F(SharedMemoryAbuseTest, ShrunkWhileQueued) {
   ExpectShrunk(read_resp, "problem.a_shm");
   ExpectShrunk(write_resp, "problem.d_shm");
   ExpectServing();
+}
+
+TEST_F(SharedMemoryAbuseTest, RegionCountIsCapped) {
+  // One region is registered by SetUp; fill up to the default cap with one-byte regions.
+  constexpr int kCap = 1024;
+  int registered = 1;
+  for (; registered < kCap; ++registered) {
+    auto r = client().RegisterSharedMemory(absl::StrCat(name_, "_", registered), shm_->key(),
+                                           registered, 1);
+    ASSERT_TRUE(r.ok()) << "region " << registered << ": " << r.status();
+  }
+  auto over = client().RegisterSharedMemory(name_ + "_over", shm_->key(), 0, 1);
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
+  EXPECT_NE(over.status().message().find("--max_shared_memory_regions"), std::string::npos)
+      << over.status();
+  ASSERT_TRUE(client().UnregisterSharedMemory(absl::StrCat(name_, "_1")).ok());
+  EXPECT_TRUE(client().RegisterSharedMemory(name_ + "_over", shm_->key(), 0, 1).ok());
+  ExpectServing(512, 512, 512);  // a large GEMM still has the memory it needs
+  for (int i = 2; i < kCap; ++i) {
+    ASSERT_TRUE(client().UnregisterSharedMemory(absl::StrCat(name_, "_", i)).ok());
+  }
+  ASSERT_TRUE(client().UnregisterSharedMemory(name_ + "_over").ok());
 }
 
 TEST_F(SharedMemoryAbuseTest, BadKeysNameTheKey) {

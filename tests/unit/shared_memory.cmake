@@ -1,6 +1,6 @@
-# Client shared memory on the host, against clients that shrink their objects or pass bad keys:
-# SIGBUS-guarded copies (common/guarded_copy.h), key and object checks of PosixShm, and the
-# registry and CPU backend with shrunk regions (no GPU, no network).
+# Client shared memory on the host, against clients that shrink their objects or register without
+# end: SIGBUS-guarded copies (common/guarded_copy.h), key and object checks of PosixShm, and the
+# registry and CPU backend with shrunk regions and region caps (no GPU, no network).
 add_executable(shared_memory_unit_test
   ${CMAKE_CURRENT_LIST_DIR}/guarded_copy_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/posix_shm_test.cc

@@ -1,10 +1,13 @@
-// Host shared-memory regions against a client that shrinks its object (ftruncate): a reference
-// into a shrunk region is refused at Resolve (FAILED_PRECONDITION naming the field and region); a
-// request admitted before the shrink fails on the CPU backend with that error for every operand it
-// reads or writes (a, b, c, d), and the engine goes on serving.
+// Host shared-memory regions against a client that shrinks its object (ftruncate) or registers
+// without end: a reference into a shrunk region is refused at Resolve (FAILED_PRECONDITION naming
+// the field and region); a request admitted before the shrink fails on the CPU backend with that
+// error for every operand it reads or writes (a, b, c, d), and the engine goes on serving; the
+// region count is capped (and bounded by the process's spare memory mappings); each region counts
+// as the whole pages it maps.
 #include <unistd.h>
 
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,6 +76,53 @@ TEST_F(SharedMemoryHostTest, ReferenceIntoAShrunkRegionIsRefused) {
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("batch.problem.d_shm: shared-memory region 'r'"), std::string::npos)
       << s;
+}
+
+TEST_F(SharedMemoryHostTest, RegionCountIsCapped) {
+  auto shm = CreateTestShm("count", kPage);
+  ASSERT_TRUE(shm.ok()) << shm.status();
+  SharedMemoryRegistry registry(&backend_, int64_t{1} << 30, "/gemm", /*max_regions=*/3);
+  EXPECT_EQ(registry.max_regions(), 3);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(registry.Register(Host(absl::StrCat("r", i), (*shm)->key(), i, 1)).ok());
+  }
+  auto over = registry.Register(Host("r3", (*shm)->key(), 3, 1));
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
+  EXPECT_NE(over.status().message().find("--max_shared_memory_regions"), std::string::npos)
+      << over.status();
+  ASSERT_TRUE(registry.Unregister("r0").ok());
+  EXPECT_TRUE(registry.Register(Host("r3", (*shm)->key(), 3, 1)).ok());
+}
+
+TEST_F(SharedMemoryHostTest, RegionCountIsBoundedByTheMappingsLeft) {
+  SharedMemoryRegistry registry(&backend_, 1 << 20, "/gemm",
+                                std::numeric_limits<int64_t>::max() / 2);
+  int64_t max_map_count = 0;
+  FILE* f = fopen("/proc/sys/vm/max_map_count", "r");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(fscanf(f, "%ld", &max_map_count), 1);
+  fclose(f);
+  EXPECT_GT(registry.max_regions(), 0);
+  EXPECT_LE(registry.max_regions(), max_map_count / 2);
+  EXPECT_EQ(SharedMemoryRegistry(&backend_, 1 << 20, "/gemm").max_regions(),
+            SharedMemoryRegistry::kDefaultMaxRegions);
+}
+
+TEST_F(SharedMemoryHostTest, EachRegionCountsAsTheWholePagesItMaps) {
+  auto shm = CreateTestShm("pages", 4 * kPage);
+  ASSERT_TRUE(shm.ok()) << shm.status();
+  SharedMemoryRegistry registry(&backend_, 3 * kPage, "/gemm");
+  ASSERT_TRUE(registry.Register(Host("a", (*shm)->key(), 0, 1)).ok());
+  EXPECT_EQ(registry.bytes(), kPage);
+  // Two bytes across a page boundary map two pages.
+  ASSERT_TRUE(registry.Register(Host("b", (*shm)->key(), kPage - 1, 2)).ok());
+  EXPECT_EQ(registry.bytes(), 3 * kPage);
+  auto over = registry.Register(Host("c", (*shm)->key(), 0, 1));
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kResourceExhausted) << over.status();
+  ASSERT_TRUE(registry.Unregister("b").ok());
+  EXPECT_EQ(registry.bytes(), kPage);
+  ASSERT_TRUE(registry.Unregister("a").ok());
+  EXPECT_EQ(registry.bytes(), 0);
 }
 
 // The CPU backend behind an engine, with one registered region "r" of three pages whose last
