@@ -69,6 +69,9 @@ ABSL_FLAG(int64_t, max_resident_bytes, gemm::core::Limits{}.max_resident_bytes,
           "memory, lowered to 25% of host memory).");
 ABSL_FLAG(int64_t, max_shared_memory_bytes, gemm::core::Limits{}.max_shared_memory_bytes,
           "Cap on bytes of registered client shared-memory regions; 0 turns them off.");
+ABSL_FLAG(int64_t, max_shared_memory_regions, gemm::core::Limits{}.max_shared_memory_regions,
+          "Most registered client shared-memory regions at once (each is one memory mapping; "
+          "lowered to half the mappings the process has left under vm.max_map_count).");
 ABSL_FLAG(std::string, shared_memory_key_prefix, gemm::core::Limits{}.shared_memory_key_prefix,
           "Clients may only register POSIX shared-memory objects whose names start with this.");
 
@@ -238,6 +241,7 @@ Options OptionsFromFlags() {
   l.max_problems = absl::GetFlag(FLAGS_max_problems);
   l.max_resident_bytes = absl::GetFlag(FLAGS_max_resident_bytes);
   l.max_shared_memory_bytes = absl::GetFlag(FLAGS_max_shared_memory_bytes);
+  l.max_shared_memory_regions = absl::GetFlag(FLAGS_max_shared_memory_regions);
   l.shared_memory_key_prefix = absl::GetFlag(FLAGS_shared_memory_key_prefix);
   l.max_response_bytes = absl::GetFlag(FLAGS_max_response_bytes);
   l.max_in_flight_bytes = absl::GetFlag(FLAGS_max_in_flight_bytes);

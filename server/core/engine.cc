@@ -47,7 +47,7 @@ GemmEngine::GemmEngine(const Options& options, std::vector<std::string> limit_no
           std::make_unique<MatrixRegistry>(backend_.get(), options.limits.max_resident_bytes)),
       shared_memory_(std::make_unique<SharedMemoryRegistry>(
           backend_.get(), options.limits.max_shared_memory_bytes,
-          options.limits.shared_memory_key_prefix)),
+          options.limits.shared_memory_key_prefix, options.limits.max_shared_memory_regions)),
       budget_(
           std::make_shared<WorkBudget>(options.limits.max_in_flight_bytes, "max_in_flight_bytes")) {
   for (const auto& k : backend_->Describe().kernels) {

@@ -13,6 +13,9 @@
 
 namespace gemm::core {
 
+// Default of Limits::max_shared_memory_regions (also SharedMemoryRegistry's).
+inline constexpr int64_t kDefaultMaxSharedMemoryRegions = 1024;
+
 struct Limits {
   // Largest M, N or K accepted, at most kMaxDimLimit. Default 65536.
   int64_t max_dim = 65536;
@@ -36,6 +39,9 @@ struct Limits {
   int64_t max_resident_bytes = int64_t{64} << 30;
   // Cap on bytes of registered shared-memory regions (all of them); 0 turns them off. 64 GiB.
   int64_t max_shared_memory_bytes = int64_t{64} << 30;
+  // Most registered shared-memory regions at once (each one memory mapping); lowered to half the
+  // mappings the process has left under vm.max_map_count. Default 1024.
+  int64_t max_shared_memory_regions = kDefaultMaxSharedMemoryRegions;
   // Shared-memory objects clients may register must have names starting with this. "/gemm".
   std::string shared_memory_key_prefix = "/gemm";
 };

@@ -1,13 +1,91 @@
 // Shared-memory region registry.
 #include "server/core/shared_memory_registry.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <limits>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "server/core/validation.h"
 
 namespace gemm::core {
+namespace {
+
+constexpr size_t kMaxNameBytes = 256;
+
+// Memory mappings this process may still make (vm.max_map_count less those in use), or -1 when
+// /proc does not say.
+int64_t MappingsLeft() {
+  std::ifstream limit("/proc/sys/vm/max_map_count");
+  int64_t max_maps = -1;
+  if (!(limit >> max_maps)) return -1;
+  std::ifstream maps("/proc/self/maps");
+  if (!maps) return -1;
+  int64_t used = 0;
+  for (std::string line; std::getline(maps, line);) ++used;
+  return std::max<int64_t>(0, max_maps - used);
+}
+
+// `wanted`, or half the mappings left when that is less (the rest of the process needs some:
+// thread stacks, allocator arenas, staging).
+int64_t BoundedMaxRegions(int64_t wanted) {
+  wanted = std::max<int64_t>(0, wanted);
+  const int64_t left = MappingsLeft();
+  if (left < 0 || wanted <= left / 2) return wanted;
+  GEMM_LOG(WARNING) << "at most " << left / 2 << " shared-memory regions, not " << wanted
+                    << ": this process has " << left
+                    << " memory mappings left under vm.max_map_count, and keeps half of them";
+  return left / 2;
+}
+
+// Bytes `desc` counts against the byte cap: a host region's whole mapped pages, a GPU region's
+// range. Saturates at the int64 maximum (more than any cap leaves room for).
+int64_t CountedBytes(const SharedMemoryRegion::Desc& desc) {
+  if (!desc.cuda_ipc_handle.empty()) return desc.byte_size;
+  static const int64_t page = sysconf(_SC_PAGESIZE);
+  const int64_t lead = desc.offset % page;  // bytes of the first page before the range
+  if (desc.byte_size > std::numeric_limits<int64_t>::max() - lead - page) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return (lead + desc.byte_size + page - 1) / page * page;
+}
+
+// Why `field` may not use `region` any more: its object shrank.
+absl::Status Shrunk(const std::string& field, const SharedMemoryRegion& region) {
+  const SharedMemoryRegion::Desc& d = region.desc();
+  return absl::FailedPreconditionError(absl::StrCat(
+      field, ": shared-memory region '", d.name, "' is no longer backed: its object ", d.key,
+      " was shrunk below offset ", d.offset, " + byte_size ", d.byte_size,
+      " after registration (unregister the region, and register it again once the object has "
+      "its size)"));
+}
+
+// Whether [data, data + size) holds `p`.
+bool Holds(const char* data, size_t size, const char* p) { return p >= data && p < data + size; }
+
+// The wire field of the operand or output of `request` that holds `p` ("group.problems[2].a_shm"),
+// or "shared memory" when none does.
+std::string OperandField(const GemmRequest& request, const char* p) {
+  for (size_t i = 0; i < request.problems.size(); ++i) {
+    const Problem& q = request.problems[i];
+    for (const auto& [name, bytes] : {std::pair<const char*, absl::string_view>{"a", q.a},
+                                      {"b", q.b},
+                                      {"c", q.c},
+                                      {"d", {q.d_dest.data(), q.d_dest.size()}}}) {
+      if (Holds(bytes.data(), bytes.size(), p)) {
+        return absl::StrCat(ProblemField(request.kind, i), ".", name, "_shm");
+      }
+    }
+  }
+  return "shared memory";
+}
+
+}  // namespace
 
 SharedMemoryRegion::SharedMemoryRegion(Desc desc, std::unique_ptr<PosixShm> map, Backend* backend,
                                        bool pinned)
@@ -23,11 +101,12 @@ SharedMemoryRegion::~SharedMemoryRegion() {
 }
 
 SharedMemoryRegistry::SharedMemoryRegistry(Backend* backend, int64_t max_bytes,
-                                           std::string key_prefix)
+                                           std::string key_prefix, int64_t max_regions)
     : backend_(backend),
       mappings_(std::make_shared<DeviceMappings>(backend)),
       max_bytes_(max_bytes),
-      key_prefix_(std::move(key_prefix)) {}
+      key_prefix_(std::move(key_prefix)),
+      max_regions_(BoundedMaxRegions(max_regions)) {}
 
 absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::Register(
     SharedMemoryRegion::Desc desc) {
@@ -35,7 +114,7 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
     return absl::FailedPreconditionError(
         "shared-memory registration is turned off on this server (--max_shared_memory_bytes=0)");
   }
-  if (desc.name.empty() || desc.name.size() > 256) {
+  if (desc.name.empty() || desc.name.size() > kMaxNameBytes) {
     return absl::InvalidArgumentError("name: must be 1-256 characters");
   }
   const bool device = !desc.cuda_ipc_handle.empty();
@@ -55,24 +134,32 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
         absl::StrCat("offset must be >= 0 and byte_size >= 1, got offset=", desc.offset,
                      " byte_size=", desc.byte_size));
   }
+  const int64_t counted = CountedBytes(desc);
   {
-    // Reserve the name and the bytes first; mapping and pinning run outside the lock.
+    // Reserve the name, a place and the bytes first; mapping and pinning run outside the lock.
     absl::MutexLock lock(&mu_);
     if (regions_.contains(desc.name)) {
       return absl::AlreadyExistsError(
           absl::StrCat("name: a shared-memory region '", desc.name, "' is already registered"));
     }
-    if (desc.byte_size > max_bytes_ - bytes_) {
+    if (static_cast<int64_t>(regions_.size()) >= max_regions_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "shared-memory regions: ", regions_.size(),
+          " registered, the most this server takes (--max_shared_memory_regions); unregister "
+          "one first"));
+    }
+    if (counted > max_bytes_ - bytes_) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("region of ", desc.byte_size, " bytes does not fit: ", bytes_, " of ",
+          absl::StrCat("region of ", desc.byte_size, " bytes (", counted,
+                       " counted: the whole pages it maps) does not fit: ", bytes_, " of ",
                        max_bytes_, " shared-memory bytes registered (--max_shared_memory_bytes)"));
     }
-    bytes_ += desc.byte_size;
+    bytes_ += counted;
     regions_[desc.name] = nullptr;  // placeholder: the name is taken while we map
   }
   auto unreserve = [&] {
     absl::MutexLock lock(&mu_);
-    bytes_ -= desc.byte_size;
+    bytes_ -= counted;
     regions_.erase(desc.name);
   };
   auto region = Map(desc);
@@ -128,14 +215,14 @@ absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
     }
     r = std::move(it->second);
     regions_.erase(it);
-    bytes_ -= r->desc().byte_size;
+    bytes_ -= CountedBytes(r->desc());
   }
   return absl::OkStatus();  // `r` drops here; requests keep their own references
 }
 
 absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
     const std::string& field, const SharedMemoryRef& ref,
-    std::vector<std::shared_ptr<const void>>* keep) const {
+    std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep) const {
   std::shared_ptr<const SharedMemoryRegion> r;
   {
     absl::MutexLock lock(&mu_);
@@ -143,6 +230,11 @@ absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
     if (it != regions_.end()) r = it->second;
   }
   if (r == nullptr) {
+    if (ref.region.size() > kMaxNameBytes) {
+      return absl::NotFoundError(absl::StrCat(field, ".region: no shared-memory region has a ",
+                                              ref.region.size(), "-byte name (at most ",
+                                              kMaxNameBytes, ")"));
+    }
     return absl::NotFoundError(absl::StrCat(field, ".region: no shared-memory region '", ref.region,
                                             "' (RegisterSharedMemory)"));
   }
@@ -153,10 +245,23 @@ absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
         field, ": offset ", ref.offset, " + byte_size ", ref.byte_size,
         " is not a non-empty range inside region '", ref.region, "' (", size, " bytes)"));
   }
+  if (!r->Backed()) return Shrunk(field, *r);
   Resolved out{absl::Span<char>(r->data() + ref.offset, static_cast<size_t>(ref.byte_size)),
                r->pinned(), r->on_device(), r->on_device() ? r->desc().device : -1};
   keep->push_back(std::move(r));
   return out;
+}
+
+absl::Status SharedMemoryRegistry::ShrunkError(const GemmRequest& request, const void* where) {
+  const char* p = static_cast<const char*>(where);
+  const std::string field = OperandField(request, p);
+  for (const auto& r : request.regions) {
+    if (!r->on_device() && Holds(r->data(), r->desc().byte_size, p)) return Shrunk(field, *r);
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat(field,
+                   ": a page of its shared-memory region vanished while the server copied it (the "
+                   "region's object was shrunk after registration)"));
 }
 
 std::vector<SharedMemoryRegistry::Entry> SharedMemoryRegistry::List() const {

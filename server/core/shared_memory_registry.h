@@ -3,6 +3,18 @@
 // allocation mapped through CUDA IPC, so operands and outputs travel by reference instead of
 // inside gRPC messages. Requests hold their regions (shared_ptr) so an unregistered region stays
 // mapped until they finish. Thread-safe.
+//
+// A client keeps its object and may shrink it (ftruncate) under the server's mapping. Then:
+// Resolve() refuses a reference into a region whose object no longer backs it
+// (FAILED_PRECONDITION naming the field and the region); a request that was admitted before the
+// object shrank fails when its copy touches a vanished page, because every CPU access to region
+// bytes runs under common/guarded_copy.h (a SIGBUS guard; see there why not pread/pwrite), and
+// ShrunkError() words that failure. Page-locked regions are copied by DMA through the pages pinned
+// at registration, which outlive the shrink: their copies never fault.
+//
+// The registry caps the regions' count (each is one memory mapping: the kernel allows a process
+// vm.max_map_count of them, and a process out of mappings fails its next large allocation) and
+// their bytes, counting each host region as the whole pages it maps.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +28,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/posix_shm.h"
+#include "server/core/limits.h"
 #include "server/core/backend.h"
 #include "server/core/device_mappings.h"
+#include "server/core/types.h"
 
 namespace gemm::core {
 
@@ -40,6 +54,9 @@ class SharedMemoryRegion {
   ~SharedMemoryRegion();
 
   const Desc& desc() const { return desc_; }
+  // Whether the object still backs the whole range (always true for GPU memory); see
+  // PosixShm::Backed().
+  bool Backed() const { return map_ == nullptr || map_->Backed(); }
   // The mapped bytes (byte_size of them); a device address for GPU memory.
   char* data() const { return map_ != nullptr ? map_->data() : device_base_ + desc_.offset; }
   // The backend page-locked the range.
@@ -65,32 +82,46 @@ struct SharedMemoryRef {
 
 class SharedMemoryRegistry {
  public:
-  // `backend` pins and unpins ranges and must outlive every region. `max_bytes` caps the sum of
-  // the registered ranges; 0 turns registration off. Only objects whose names start with
-  // `key_prefix` may be registered.
-  SharedMemoryRegistry(Backend* backend, int64_t max_bytes, std::string key_prefix);
+  // Default cap on the number of registered regions.
+  static constexpr int64_t kDefaultMaxRegions = kDefaultMaxSharedMemoryRegions;
+
+  // `backend` pins and unpins ranges and must outlive every region. `max_bytes` caps the bytes
+  // of the registered regions (each host region counted as the whole pages it maps); 0 turns
+  // registration off. Only objects whose names start with `key_prefix` may be registered. At most
+  // `max_regions` regions, and no more than half the memory mappings this process has left
+  // (vm.max_map_count less those in use when the registry is made); see max_regions().
+  SharedMemoryRegistry(Backend* backend, int64_t max_bytes, std::string key_prefix,
+                       int64_t max_regions = kDefaultMaxRegions);
 
   // Maps and pins `desc`'s range, or maps its GPU allocation (cuda_ipc_handle set, key empty).
-  // INVALID_ARGUMENT (bad name/key/range/handle/device), PERMISSION_DENIED (key outside the
-  // prefix), ALREADY_EXISTS (name taken), NOT_FOUND (no such object on this host),
-  // RESOURCE_EXHAUSTED (over the cap), FAILED_PRECONDITION (registration turned off),
-  // UNIMPLEMENTED (GPU memory on a backend without CUDA).
+  // INVALID_ARGUMENT (bad name/key/range/handle/device, or an object that is not a regular
+  // shared-memory object), PERMISSION_DENIED (key outside the prefix, or another user's private
+  // object), ALREADY_EXISTS (name taken), NOT_FOUND (no such object on this host),
+  // RESOURCE_EXHAUSTED (over the byte or count cap), FAILED_PRECONDITION (registration turned
+  // off), UNIMPLEMENTED (GPU memory on a backend without CUDA).
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Register(SharedMemoryRegion::Desc desc);
 
   // Forgets `name` (NOT_FOUND if unknown); requests holding it finish first.
   absl::Status Unregister(const std::string& name);
 
   // The bytes `ref` names, checked against its region (`field` prefixes error messages: NOT_FOUND
-  // for an unknown region, INVALID_ARGUMENT for a bad range), and whether they are page-locked.
-  // Appends the region to `keep`, which the request holds until it is destroyed.
+  // for an unknown region, INVALID_ARGUMENT for a bad range, FAILED_PRECONDITION for a region
+  // whose object has shrunk), and whether they are page-locked. Appends the region to `keep`,
+  // which the request holds until it is destroyed.
   struct Resolved {
     absl::Span<char> bytes;
     bool pinned = false;
     bool on_device = false;  // device addresses (a CUDA IPC region)
     int device = -1;         // with on_device: the GPU they are on
   };
-  absl::StatusOr<Resolved> Resolve(const std::string& field, const SharedMemoryRef& ref,
-                                   std::vector<std::shared_ptr<const void>>* keep) const;
+  absl::StatusOr<Resolved> Resolve(
+      const std::string& field, const SharedMemoryRef& ref,
+      std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep) const;
+
+  // The error of `request`, whose copy of the byte at `where` (in one of its operands or outputs
+  // in shared memory) touched a page that vanished: FAILED_PRECONDITION naming the operand's
+  // field and the region whose object has shrunk.
+  static absl::Status ShrunkError(const GemmRequest& request, const void* where);
 
   struct Entry {
     std::shared_ptr<const SharedMemoryRegion> region;
@@ -99,8 +130,12 @@ class SharedMemoryRegistry {
   // All regions, ordered by name.
   std::vector<Entry> List() const;
 
-  // Bytes of all registered ranges.
+  // Bytes of all registered regions, as counted against the cap (whole pages for host regions).
   int64_t bytes() const;
+
+  // The most regions registered at once: the constructor's max_regions, or less when this
+  // process has fewer memory mappings to spare.
+  int64_t max_regions() const { return max_regions_; }
 
  private:
   // Maps `desc`'s range of its host object or GPU allocation (the name and bytes are reserved).
@@ -111,6 +146,7 @@ class SharedMemoryRegistry {
   const std::shared_ptr<DeviceMappings> mappings_;  // held by GPU regions too
   const int64_t max_bytes_;
   const std::string key_prefix_;
+  const int64_t max_regions_;
   mutable absl::Mutex mu_;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_

@@ -17,6 +17,8 @@
 
 namespace gemm::core {
 
+class SharedMemoryRegion;  // server/core/shared_memory_registry.h
+
 enum class DType : int { kBF16 = 0, kFP32 = 1 };
 enum class BLayout : int { kKN = 0, kNK = 1 };  // B is [K,N] / B is [N,K] (row-major)
 enum class Priority : int { kNormal = 0, kHigh = 1 };
@@ -102,7 +104,7 @@ struct GemmRequest {
   std::string kernel;  // "" = server's choice
   // Shared-memory regions the operands or `d_dest` point into: kept mapped while the request
   // lives.
-  std::vector<std::shared_ptr<const void>> regions;
+  std::vector<std::shared_ptr<const SharedMemoryRegion>> regions;
 };
 
 // Whether `r` is an expert group (a mixture-of-experts step): a group whose every problem is one

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,8 +15,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/guarded_copy.h"
 #include "common/log.h"
 #include "common/thread_name.h"
+#include "server/core/shared_memory_registry.h"
 #include "server/core/validation.h"
 #include "server/cpu/cpu_gemm.h"
 
@@ -62,6 +65,16 @@ class CpuUpload final : public core::MatrixUpload {
 bool Overlaps(absl::Span<char> d, absl::string_view s) {
   return !d.empty() && !s.empty() && d.data() < s.data() + s.size() &&
          s.data() < d.data() + d.size();
+}
+
+// The error of `request`, whose operand `lost` of problem `index` vanished under the server.
+absl::Status LostOperandError(const core::GemmRequest& request, size_t index, Operand lost) {
+  const core::Problem& p = request.problems[index];
+  const char* bytes = lost == Operand::kA   ? p.a.data()
+                      : lost == Operand::kB ? p.b.data()
+                      : lost == Operand::kC ? p.c.data()
+                                            : p.d_dest.data();
+  return core::SharedMemoryRegistry::ShrunkError(request, bytes);
 }
 
 class CpuBackend final : public core::Backend {
@@ -131,43 +144,14 @@ class CpuBackend final : public core::Backend {
     core::GemmResult result;
     result.kernel = kKernelName;
     absl::Duration decode;
-    for (const core::Problem& p : item.request.problems) {
+    const core::GemmRequest& request = item.request;
+    for (size_t i = 0; i < request.problems.size(); ++i) {
+      const core::Problem& p = request.problems[i];
       core::Output out;
-      if (p.count > 1 || item.request.kind == core::WorkKind::kBatch) out.shape.push_back(p.count);
-      out.shape.push_back(p.m);
-      out.shape.push_back(p.n);
-      out.dtype = p.out_dtype;
-      const int64_t d_bytes = p.m * p.n * core::DTypeBytes(p.out_dtype);
-      // D straight into the client's shared memory, or into the response. NOTE: a D range that
-      // overlaps an input (shared memory) is computed aside and copied at the end: entry i's D
-      // must not overwrite inputs of entries not computed yet (the GPU copies every input in
-      // before any output out, so it needs no such care).
-      const bool aliased =
-          Overlaps(p.d_dest, p.a) || Overlaps(p.d_dest, p.b) || Overlaps(p.d_dest, p.c);
-      char* d = p.d_dest.data();
-      if (p.d_dest.empty() || aliased) {
-        out.data.resize(d_bytes * p.count);
-        d = out.data.data();
-      }
-      std::vector<float> b_tmp;
-      const float* b_float = nullptr;
-      if (p.b_resident) {
-        b_float = static_cast<const CpuMatrix&>(*p.b_resident).data();
-      }
-      for (int64_t i = 0; i < p.count; ++i) {
-        if (!p.b_resident && (i == 0 || !p.b_shared)) {
-          const absl::Time t0 = absl::Now();
-          const int64_t kn = p.k * p.n;
-          b_tmp.resize(kn);
-          DecodeBf16(p.b.substr((p.b_shared ? 0 : i) * kn * 2, kn * 2), b_tmp.data());
-          b_float = b_tmp.data();
-          decode += absl::Now() - t0;
-        }
-        CpuGemm(p, i, b_float, d + i * d_bytes);
-      }
-      if (aliased) {
-        std::memcpy(p.d_dest.data(), out.data.data(), out.data.size());
-        std::string().swap(out.data);
+      if (std::optional<Operand> lost = RunProblem(p, request.kind, &out, &decode)) {
+        // A client shrank a shared-memory object under this request: its error alone.
+        item.done(LostOperandError(request, i, *lost));
+        return;
       }
       result.outputs.push_back(std::move(out));
     }
@@ -181,6 +165,52 @@ class CpuBackend final : public core::Backend {
     t.batch_requests = static_cast<int>(batch.items.size());
     t.device = -1;
     item.done(std::move(result));
+  }
+
+  // Computes every entry of `p` into `*out` (shape, dtype, data unless D goes to p.d_dest),
+  // adding B's decoding time to `*decode`. Returns the operand whose shared-memory bytes vanished
+  // under it, or nullopt when done.
+  static std::optional<Operand> RunProblem(const core::Problem& p, core::WorkKind kind,
+                                           core::Output* out, absl::Duration* decode) {
+    if (p.count > 1 || kind == core::WorkKind::kBatch) out->shape.push_back(p.count);
+    out->shape.push_back(p.m);
+    out->shape.push_back(p.n);
+    out->dtype = p.out_dtype;
+    const int64_t d_bytes = p.m * p.n * core::DTypeBytes(p.out_dtype);
+    // D straight into the client's shared memory, or into the response. NOTE: a D range that
+    // overlaps an input (shared memory) is computed aside and copied at the end: entry i's D
+    // must not overwrite inputs of entries not computed yet (the GPU copies every input in
+    // before any output out, so it needs no such care).
+    const bool aliased =
+        Overlaps(p.d_dest, p.a) || Overlaps(p.d_dest, p.b) || Overlaps(p.d_dest, p.c);
+    char* d = p.d_dest.data();
+    if (p.d_dest.empty() || aliased) {
+      out->data.resize(d_bytes * p.count);
+      d = out->data.data();
+    }
+    std::vector<float> b_tmp;
+    const float* b_float = nullptr;
+    if (p.b_resident) {
+      b_float = static_cast<const CpuMatrix&>(*p.b_resident).data();
+    }
+    for (int64_t i = 0; i < p.count; ++i) {
+      if (!p.b_resident && (i == 0 || !p.b_shared)) {
+        const absl::Time t0 = absl::Now();
+        const int64_t kn = p.k * p.n;
+        b_tmp.resize(kn);
+        if (!DecodeBf16(p.b.substr((p.b_shared ? 0 : i) * kn * 2, kn * 2), b_tmp.data())) {
+          return Operand::kB;
+        }
+        b_float = b_tmp.data();
+        *decode += absl::Now() - t0;
+      }
+      if (auto lost = CpuGemm(p, i, b_float, d + i * d_bytes)) return lost;
+    }
+    if (aliased) {
+      if (!GuardedCopy(p.d_dest.data(), out->data.data(), out->data.size())) return Operand::kD;
+      std::string().swap(out->data);
+    }
+    return std::nullopt;
   }
 
   const CpuBackendOptions options_;

@@ -18,11 +18,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/guarded_copy.h"
 #include "common/log.h"
 #include "common/thread_name.h"
 #include "common/uninitialized_string.h"
 #include "gemm/kernel.h"
 #include "server/core/answer_batch.h"
+#include "server/core/shared_memory_registry.h"
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/device_copy.h"
@@ -45,14 +47,13 @@ Executor::Config Executor::Normalized(Config c) {
   return c;
 }
 
-void Executor::HostCopy(std::span<const CopyJob> jobs) {
-  if (copier_ != nullptr) {
-    copier_->Copy(jobs);
-    return;
+std::vector<size_t> Executor::HostCopy(std::span<const CopyJob> jobs) {
+  if (copier_ != nullptr) return copier_->Copy(jobs);
+  std::vector<size_t> faulted;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (!GuardedCopy(jobs[i].dst, jobs[i].src, jobs[i].bytes)) faulted.push_back(i);
   }
-  for (const CopyJob& j : jobs) {
-    if (j.bytes > 0) std::memcpy(j.dst, j.src, j.bytes);
-  }
+  return faulted;
 }
 
 Executor::~Executor() { Join(); }
@@ -400,8 +401,22 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
       jobs.push_back(
           {u->staging.ptr + in.stage_off, in.host, static_cast<size_t>(in.rows * in.row_bytes)});
     }
-    HostCopy(jobs);
+    const std::vector<size_t> faulted = HostCopy(jobs);
     u->host_copy_in = absl::Now() - t0;
+    if (!faulted.empty()) {
+      // A client shrank a shared-memory object under an operand. Nothing is enqueued yet: give
+      // the memory back, and fail the item alone (the others run without it).
+      staging_->Free(u->staging);
+      u->staging = {};
+      (void)device_->pool().FreeAsync(u->dev, stream);
+      u->dev = nullptr;
+      if (u->items.size() > 1) {
+        RunItemsAlone(u.get());
+        return fail(absl::OkStatus());
+      }
+      return fail(
+          core::SharedMemoryRegistry::ShrunkError(u->items[0]->request, jobs[faulted[0]].src));
+    }
   }
 
   // Enqueue: events, H2D, kernels, D2H, free, callback. Once anything is enqueued, the unit is
@@ -708,6 +723,35 @@ bool Executor::QuickToComplete(const Unit& u) const {
   return bytes <= config_.watcher_completion_bytes;
 }
 
+std::vector<absl::Status> Executor::CopyOut(Unit& u) {
+  // Size every output first (allocation only: no zero fill, the copy writes every byte), then
+  // copy them all in one go on the copier's threads.
+  std::vector<CopyJob> jobs;
+  std::vector<size_t> job_item;  // the item whose output each job copies
+  jobs.reserve(u.outs.size());
+  job_item.reserve(u.outs.size());
+  for (const OutCopy& o : u.outs) {
+    if (o.pinned) continue;  // the device copy wrote it in place
+    const size_t bytes = o.rows * o.row_bytes;
+    char* dst = o.dest;
+    if (dst == nullptr) {
+      std::string& data = u.outputs[o.item][o.output].data;
+      ResizeUninitialized(&data, bytes);
+      dst = data.data();
+    }
+    jobs.push_back({dst, u.staging.ptr + o.stage_off, bytes});
+    job_item.push_back(o.item);
+  }
+  std::vector<absl::Status> status(u.items.size());
+  for (size_t j : HostCopy(jobs)) {
+    const size_t item = job_item[j];
+    if (status[item].ok()) {
+      status[item] = core::SharedMemoryRegistry::ShrunkError(u.items[item]->request, jobs[j].dst);
+    }
+  }
+  return status;
+}
+
 void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
   absl::Time mark = absl::Now();
   const bool counted = u->gpu_done != absl::Time();
@@ -734,24 +778,10 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
   } else {
     t.gpu_timing_skipped = true;
   }
+  std::vector<absl::Status> item_status(u->items.size());
   if (u->status.ok() && !u->direct) {
     const absl::Time t0 = absl::Now();
-    // Size every output first (allocation only: no zero fill, the copy writes every byte), then
-    // copy them all in one go on the copier's threads.
-    std::vector<CopyJob> jobs;
-    jobs.reserve(u->outs.size());
-    for (const OutCopy& o : u->outs) {
-      if (o.pinned) continue;  // the device copy wrote it in place
-      const size_t bytes = o.rows * o.row_bytes;
-      char* dst = o.dest;
-      if (dst == nullptr) {
-        std::string& data = u->outputs[o.item][o.output].data;
-        ResizeUninitialized(&data, bytes);
-        dst = data.data();
-      }
-      jobs.push_back({dst, u->staging.ptr + o.stage_off, bytes});
-    }
-    HostCopy(jobs);
+    item_status = CopyOut(*u);
     t.copy_out += absl::Now() - t0;  // staging -> response bytes
   }
   t.copy_in += u->host_copy_in;  // request bytes -> staging
@@ -777,8 +807,9 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
     std::shared_ptr<core::WorkItem> item = std::move(u->items[i]);
     groups.push_back(item->answer_group);
     core::DoneCallback done = item->done;
-    if (!u->status.ok()) {
-      answers.push_back([done = std::move(done), st = u->status] { done(st); });
+    if (!u->status.ok() || !item_status[i].ok()) {
+      answers.push_back(
+          [done = std::move(done), st = u->status.ok() ? item_status[i] : u->status] { done(st); });
       continue;
     }
     core::GemmResult r;

@@ -171,8 +171,13 @@ class Executor {
   void Mark(Phase phase, absl::Time* mark);
   // Logs the mean time per unit of each phase (at Join).
   void LogPhases() const;
-  // Runs `jobs` on the copier, or on the calling thread without one.
-  void HostCopy(std::span<const CopyJob> jobs);
+  // Runs `jobs` on the copier, or on the calling thread without one. Returns the jobs that
+  // touched a vanished page of a client's shared memory (see HostCopier::Copy).
+  [[nodiscard]] std::vector<size_t> HostCopy(std::span<const CopyJob> jobs);
+  // Copies `u`'s results out of staging into the responses and the shared-memory outputs that
+  // are not page-locked. One status per item: FAILED_PRECONDITION for an item whose output's
+  // shared-memory object was shrunk under it, else OK.
+  std::vector<absl::Status> CopyOut(Unit& u);
 
   const std::shared_ptr<DeviceContext> device_;
   StagingPool* const staging_;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/guarded_copy.h"
 #include "common/thread_name.h"
 
 namespace gemm::gpu {
@@ -11,9 +12,16 @@ namespace {
 
 constexpr size_t kPageBytes = 4096;  // chunk sizes are whole pages
 
-void CopyAll(std::span<const CopyJob> jobs) {
-  for (const CopyJob& j : jobs) {
-    if (j.bytes > 0) std::memcpy(j.dst, j.src, j.bytes);
+// A job's bytes, or part of them, and the job's index in its call.
+struct Piece {
+  CopyJob copy;
+  size_t job = 0;
+};
+
+// Copies `pieces`; appends to `*faulted` the jobs of those that touched a vanished page.
+void CopyAll(std::span<const Piece> pieces, std::vector<size_t>* faulted) {
+  for (const Piece& p : pieces) {
+    if (!GuardedCopy(p.copy.dst, p.copy.src, p.copy.bytes)) faulted->push_back(p.job);
   }
 }
 
@@ -21,19 +29,22 @@ void CopyAll(std::span<const CopyJob> jobs) {
 
 // One Copy() in progress, on its caller's stack. The jobs are seen as one stream of bytes cut
 // into chunks of `chunk_bytes` (the last may be shorter); `pieces` are the jobs cut at chunk
-// boundaries, chunk i being pieces[first[i], first[i + 1]). `next` and `remaining` are guarded
-// by HostCopier::mu_; the rest is written before the call is queued and only read afterwards.
+// boundaries, chunk i being pieces[first[i], first[i + 1]). `next`, `remaining` and `faulted`
+// are guarded by HostCopier::mu_; the rest is written before the call is queued and only read
+// afterwards.
 struct HostCopier::Call {
-  std::vector<CopyJob> pieces;
+  std::vector<Piece> pieces;
   std::vector<size_t> first;
   size_t chunks = 0;
-  size_t next = 0;       // first chunk not yet claimed
-  size_t remaining = 0;  // chunks not yet copied
+  size_t next = 0;              // first chunk not yet claimed
+  size_t remaining = 0;         // chunks not yet copied
+  std::vector<size_t> faulted;  // jobs that touched a vanished page
 
   Call(std::span<const CopyJob> jobs, size_t chunk_bytes) {
     first.push_back(0);
     size_t filled = 0;  // bytes in the current chunk
-    for (const CopyJob& j : jobs) {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const CopyJob& j = jobs[i];
       for (size_t off = 0; off < j.bytes;) {
         if (filled == chunk_bytes) {
           first.push_back(pieces.size());
@@ -41,7 +52,7 @@ struct HostCopier::Call {
         }
         const size_t n = std::min(j.bytes - off, chunk_bytes - filled);
         pieces.push_back(
-            {static_cast<char*>(j.dst) + off, static_cast<const char*>(j.src) + off, n});
+            {{static_cast<char*>(j.dst) + off, static_cast<const char*>(j.src) + off, n}, i});
         off += n;
         filled += n;
       }
@@ -71,12 +82,16 @@ HostCopier::~HostCopier() {
   for (std::thread& t : workers_) t.join();
 }
 
-void HostCopier::Copy(std::span<const CopyJob> jobs) {
+std::vector<size_t> HostCopier::Copy(std::span<const CopyJob> jobs) {
   size_t total = 0;
   for (const CopyJob& j : jobs) total += j.bytes;
   if (workers_.empty() || total < 2 * min_chunk_) {  // one chunk at most: not worth a hand-off
-    CopyAll(jobs);
-    return;
+    std::vector<Piece> pieces;
+    pieces.reserve(jobs.size());
+    for (size_t i = 0; i < jobs.size(); ++i) pieces.push_back({jobs[i], i});
+    std::vector<size_t> faulted;
+    CopyAll(pieces, &faulted);
+    return faulted;
   }
   // About two chunks per thread (callers and workers), so a thread that joins late or a chunk
   // that copies slowly (page faults) delays the call by a fraction of a chunk.
@@ -101,6 +116,9 @@ void HostCopier::Copy(std::span<const CopyJob> jobs) {
   // Chunks the workers claimed may still be copying.
   absl::MutexLock lock(&mu_);
   while (call.remaining > 0) done_.Wait(&mu_);
+  std::sort(call.faulted.begin(), call.faulted.end());
+  call.faulted.erase(std::unique(call.faulted.begin(), call.faulted.end()), call.faulted.end());
+  return std::move(call.faulted);
 }
 
 bool HostCopier::ClaimLocked(Call* call, Call** claimed, size_t* chunk) {
@@ -118,9 +136,12 @@ bool HostCopier::ClaimLocked(Call* call, Call** claimed, size_t* chunk) {
 }
 
 void HostCopier::RunChunk(Call* call, size_t chunk) {
-  CopyAll(std::span<const CopyJob>(call->pieces.data() + call->first[chunk],
-                                   call->first[chunk + 1] - call->first[chunk]));
+  std::vector<size_t> faulted;
+  CopyAll(std::span<const Piece>(call->pieces.data() + call->first[chunk],
+                                 call->first[chunk + 1] - call->first[chunk]),
+          &faulted);
   absl::MutexLock lock(&mu_);
+  call->faulted.insert(call->faulted.end(), faulted.begin(), faulted.end());
   if (--call->remaining == 0) done_.SignalAll();  // under mu_: the caller cannot return before
 }
 

@@ -5,8 +5,9 @@
 //
 // Copy() is blocking and may be called from any number of threads at once: the chunks of
 // concurrent calls are served in arrival order, and every caller also works on its own chunks,
-// so a call always makes progress even when the pool is busy with other calls. Plain CPU code:
-// no CUDA, usable and tested without a GPU.
+// so a call always makes progress even when the pool is busy with other calls. Every copy runs
+// under common/guarded_copy.h: a job touching a vanished page of a client's shared memory is
+// reported, not a crash. Plain CPU code: no CUDA, usable and tested without a GPU.
 #pragma once
 
 #include <cstddef>
@@ -46,8 +47,11 @@ class HostCopier {
 
   // Copies every job and returns when all bytes are in place. The jobs are cut into chunks of at
   // least min_chunk_bytes() (small jobs share a chunk), run by the workers and the calling thread.
-  // Thread-safe; the jobs' memory must stay valid until it returns.
-  void Copy(std::span<const CopyJob> jobs);
+  // Returns the indices (ascending) of the jobs that touched a page with nothing behind it (a
+  // client shrank the shared-memory object under it), whose destinations then hold unspecified
+  // bytes; empty when every job was copied. Thread-safe; the jobs' memory must stay valid until
+  // it returns.
+  [[nodiscard]] std::vector<size_t> Copy(std::span<const CopyJob> jobs);
 
   // Worker threads (not counting callers).
   int threads() const { return static_cast<int>(workers_.size()); }

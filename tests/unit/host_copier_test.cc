@@ -1,7 +1,8 @@
 // Unit tests of HostCopier (server/gpu/host_copier.h): the bytes land where they should (random
 // job sizes including 0 and odd ones, misaligned pointers, chunk-boundary sizes), nothing outside
 // the destinations is written, several threads can copy at once, and construction/destruction
-// with no work is clean. CPU only.
+// with no work is clean; a job reading or writing a shared-memory page whose object was shrunk
+// is reported by index and the other jobs are copied. CPU only.
 #include "server/gpu/host_copier.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,8 @@
 #include <random>
 #include <thread>
 #include <vector>
+
+#include "tests/common/shm_util.h"
 
 namespace gemm::gpu {
 namespace {
@@ -100,9 +103,9 @@ TEST(HostCopierTest, ConstructAndDestroyWithoutWork) {
 
 TEST(HostCopierTest, EmptyCallsAndEmptyJobs) {
   HostCopier copier(4);
-  copier.Copy({});
+  EXPECT_TRUE(copier.Copy({}).empty());
   std::vector<CopyJob> empty = {{nullptr, nullptr, 0}, {nullptr, nullptr, 0}};
-  copier.Copy(empty);
+  EXPECT_TRUE(copier.Copy(empty).empty());
 }
 
 TEST(HostCopierTest, SmallTotalIsCopied) {
@@ -110,7 +113,7 @@ TEST(HostCopierTest, SmallTotalIsCopied) {
   HostCopier copier(4);
   for (int round = 0; round < 20; ++round) {
     Case c = MakeCase(RandomSizes(rng, 1 + static_cast<int>(rng() % 8), 64 << 10), rng);
-    copier.Copy(c.jobs);
+    EXPECT_TRUE(copier.Copy(c.jobs).empty());
     ExpectCopied(c);
   }
 }
@@ -134,7 +137,7 @@ TEST(HostCopierTest, SizesAroundChunkBoundaries) {
   };
   for (const auto& sizes : cases) {
     Case c = MakeCase(sizes, rng);
-    copier.Copy(c.jobs);
+    EXPECT_TRUE(copier.Copy(c.jobs).empty());
     ExpectCopied(c);
   }
 }
@@ -144,7 +147,7 @@ TEST(HostCopierTest, ManyRandomJobs) {
   HostCopier copier(5);
   for (int round = 0; round < 12; ++round) {
     Case c = MakeCase(RandomSizes(rng, 1 + static_cast<int>(rng() % 60), 9 * kMiB + 7), rng);
-    copier.Copy(c.jobs);
+    EXPECT_TRUE(copier.Copy(c.jobs).empty());
     ExpectCopied(c);
   }
 }
@@ -153,7 +156,7 @@ TEST(HostCopierTest, NoThreadsCopiesOnTheCaller) {
   std::mt19937_64 rng(4);
   HostCopier copier(0);
   Case c = MakeCase({3 * kChunk + 11, 0, 12345, kChunk}, rng);
-  copier.Copy(c.jobs);
+  EXPECT_TRUE(copier.Copy(c.jobs).empty());
   ExpectCopied(c);
 }
 
@@ -169,8 +172,7 @@ TEST(HostCopierTest, ConcurrentCallers) {
         // Half the calls large enough to be split, half small.
         const size_t large = round % 2 == 0 ? 6 * kMiB + 3 : 256 << 10;
         Case c = MakeCase(RandomSizes(rng, 1 + static_cast<int>(rng() % 40), large), rng);
-        copier.Copy(c.jobs);
-        if (c.dst != c.expected) ++failures[t];
+        if (!copier.Copy(c.jobs).empty() || c.dst != c.expected) ++failures[t];
       }
     });
   }
@@ -185,8 +187,39 @@ TEST(HostCopierTest, SmallerChunksCopyTheSameBytes) {
   EXPECT_EQ(HostCopier(1, 1).min_chunk_bytes(), size_t{4096});
   for (int round = 0; round < 20; ++round) {
     Case c = MakeCase(RandomSizes(rng, 1 + static_cast<int>(rng() % 12), 3 * kMiB), rng);
-    copier.Copy(c.jobs);
+    EXPECT_TRUE(copier.Copy(c.jobs).empty());
     ExpectCopied(c);
+  }
+}
+
+TEST(HostCopierTest, JobsTouchingAShrunkObjectAreReported) {
+  // An object of 8 MiB, shrunk to 4 MiB under the server's mapping: the lower half is still
+  // there, the upper half vanished.
+  auto owner = testing::CreateTestShm("copier", 8 * kMiB);
+  ASSERT_TRUE(owner.ok()) << owner.status();
+  auto region = PosixShm::Open((*owner)->key(), 0, 8 * kMiB);
+  ASSERT_TRUE(region.ok()) << region.status();
+  char* shm = (*region)->data();
+  std::memset(shm, 'x', 4 * kMiB);
+  ASSERT_TRUE(testing::ResizeShm((*owner)->key(), 4 * kMiB).ok());
+  std::mt19937_64 rng(9);
+  for (int threads : {0, 4}) {  // on the caller alone, and split over the pool
+    SCOPED_TRACE(threads);
+    HostCopier copier(threads);
+    Case c = MakeCase({3 * kMiB, 5 * kMiB}, rng);
+    std::string from_shm(kMiB, '\0');
+    std::string into_shm(kMiB, 'y');
+    std::string from_backed(kMiB, '\0');
+    std::vector<CopyJob> jobs = {
+        c.jobs[0],
+        {from_shm.data(), shm + 6 * kMiB, kMiB},  // reads vanished bytes
+        c.jobs[1],
+        {shm + 4 * kMiB - 10, into_shm.data(), kMiB},  // writes across the new end
+        {from_backed.data(), shm + 3 * kMiB, kMiB},    // reads bytes still there
+    };
+    EXPECT_EQ(copier.Copy(jobs), (std::vector<size_t>{1, 3}));
+    ExpectCopied(c);
+    EXPECT_EQ(from_backed, std::string(kMiB, 'x'));
   }
 }
 

@@ -57,7 +57,7 @@ TEST(SharedMemoryRegistryTest, GpuRangeInsideTheAllocationResolvesToDeviceAddres
     ASSERT_TRUE(region.ok()) << region.status();
     EXPECT_TRUE((*region)->on_device());
     EXPECT_FALSE((*region)->pinned());
-    std::vector<std::shared_ptr<const void>> keep;
+    std::vector<std::shared_ptr<const SharedMemoryRegion>> keep;
     auto r = registry.Resolve("a_shm", {"g", 16, 32}, &keep);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(r->on_device);
@@ -98,7 +98,7 @@ TEST(SharedMemoryRegistryTest, RegionsOfOneAllocationShareOneMapping) {
   EXPECT_EQ(backend.opened, 1);
   ASSERT_TRUE(registry.Unregister("g").ok());
   EXPECT_EQ(backend.closed, 0);
-  std::vector<std::shared_ptr<const void>> keep;
+  std::vector<std::shared_ptr<const SharedMemoryRegion>> keep;
   auto r = registry.Resolve("d_shm", {"h", 0, 64}, &keep);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->bytes.data(), backend.memory.data() + 2048);
@@ -117,7 +117,7 @@ TEST(SharedMemoryRegistryTest, RefusedRangeDoesNotCloseAnotherRegionsMapping) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(backend.opened, 1);
   EXPECT_EQ(backend.closed, 0);
-  std::vector<std::shared_ptr<const void>> keep;
+  std::vector<std::shared_ptr<const SharedMemoryRegion>> keep;
   EXPECT_TRUE(registry.Resolve("a_shm", {"g", 0, 4096}, &keep).ok());
   keep.clear();
   ASSERT_TRUE(registry.Unregister("g").ok());
