@@ -130,8 +130,8 @@ absl::StatusOr<std::vector<double>> Bench::TimeMedians(
       const int e = r * n + i;
       BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(start_[e], stream_), "cudaEventRecord"));
       // NOTE: every launch takes the next operand set, so neither implementation finds the
-      // other's operands of the same rep in L2 (with one set per rep, cuBLAS ran on what ours
-      // had just loaded: 8192x8192 decode rows read ~3% faster for it on H100, 2026-11-23).
+      // other's operands of the same rep in L2 (with one set per rep, cuBLAS runs on what ours
+      // has just loaded: 8192x8192 decode rows read ~3% faster for it on H100).
       const int set = opts_.same_set ? (opts_.warmup + r) % nsets : (opts_.warmup + e) % nsets;
       BENCH_RETURN_IF_ERROR(launches[i](set));
       BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(stop_[e], stream_), "cudaEventRecord"));

@@ -32,7 +32,7 @@ namespace {
 // M at or below which the swap-AB kernel runs (B fills the MMA's 256-row M slot).
 constexpr int64_t kSmallM = 128;
 
-// Device facts the launch needs, read at run time (seed 000's "192 SMs" is wrong: GB200 has 148).
+// Device facts the launch needs, read at run time (a GB200 has 148 SMs, not 192).
 struct DeviceInfo {
   int sm_count = 0;
   int smem_optin = 0;
@@ -327,7 +327,7 @@ absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t 
   absl::StatusOr<int> resident = NumClusters(key, dev, INT32_MAX);
   if (!resident.ok()) return resident.status();
   if (!swap_ab) {
-    // Seed 000 level 9's 2 M-waves for large shapes (ChooseMWaves), else one.
+    // 2 M-waves for large shapes (ChooseMWaves), else one.
     key.m_waves =
         tuning.m_waves != 0 ? tuning.m_waves : ChooseMWaves(p.m, p.n, p.k, bs.batch, *resident);
   }
