@@ -12,10 +12,8 @@
 #include "reference/cublaslt_gemm.h"
 #include "sm100/sm100_gemm.h"
 #include "sm90/sm90_gemm.h"
-#include "validate.h"
-#if GEMM_HAVE_SMALL_M
 #include "sm90/small_m_gemm.h"
-#endif
+#include "validate.h"
 
 namespace gemm::kernel {
 namespace {
@@ -88,12 +86,10 @@ absl::Status RunCublasLt(const StridedBatch& args, cudaStream_t stream, const La
   return reference::CublasLtGemm(args, stream, opts.workspace, opts.workspace_bytes);
 }
 
-#if GEMM_HAVE_SMALL_M
 bool SmallM(const StridedBatch& args, int device) {
   auto facts = Facts(device);
   return facts.ok() && sm90::UseSmallM(args, facts->sm_count);
 }
-#endif
 
 }  // namespace
 
@@ -129,12 +125,10 @@ std::size_t WorkspaceBytes(const StridedBatch& args, KernelKind kind) {
   }
   switch (kind) {
     case KernelKind::kSm90: {
-#if GEMM_HAVE_SMALL_M
       if (device.ok() && TmaCompatible(args) && SmallM(args, *device)) {
         auto facts = Facts(*device);
         return sm90::SmallMWorkspaceBytes(args, facts->sm_count);
       }
-#endif
       return sm90::Supports(args) ? sm90::WorkspaceBytes(args)
                                   : reference::CublasLtWorkspaceBytes();
     }
@@ -172,11 +166,9 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   const bool automatic = opts.kind == KernelKind::kAuto;
   switch (*kind) {
     case KernelKind::kSm90: {
-#if GEMM_HAVE_SMALL_M
       if (TmaCompatible(args) && SmallM(args, *device)) {
         return sm90::SmallMGemm(args, stream, opts);
       }
-#endif
       if (sm90::Supports(args)) return sm90::Gemm(args, stream, opts);
       if (automatic) return RunCublasLt(args, stream, opts);
       return absl::FailedPreconditionError(
