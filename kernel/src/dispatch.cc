@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "cuda_status.h"
 #include "gemm/kernel.h"
 #include "reference/cublaslt_gemm.h"
@@ -63,17 +64,16 @@ absl::StatusOr<int> CurrentDevice() {
 absl::StatusOr<KernelKind> Resolve(KernelKind requested, int device) {
   if (requested == KernelKind::kAuto) return SelectKernel(device);
   if (requested == KernelKind::kCublasLt) return requested;
-  auto facts = Facts(device);
-  if (!facts.ok()) return facts.status();
-  if (requested == KernelKind::kSm90 && !(facts->major == 9 && facts->minor == 0)) {
+  GEMM_ASSIGN_OR_RETURN(const DeviceFacts facts, Facts(device));
+  if (requested == KernelKind::kSm90 && !(facts.major == 9 && facts.minor == 0)) {
     return absl::FailedPreconditionError(
         absl::StrCat("sm90 kernel needs compute capability 9.0, device ", device, " has ",
-                     facts->major, ".", facts->minor));
+                     facts.major, ".", facts.minor));
   }
-  if (requested == KernelKind::kSm100 && !(facts->major == 10 && facts->minor == 0)) {
+  if (requested == KernelKind::kSm100 && !(facts.major == 10 && facts.minor == 0)) {
     return absl::FailedPreconditionError(
         absl::StrCat("sm100 kernel needs compute capability 10.0, device ", device, " has ",
-                     facts->major, ".", facts->minor));
+                     facts.major, ".", facts.minor));
   }
   if (requested != KernelKind::kSm90 && requested != KernelKind::kSm100) {
     return absl::InvalidArgumentError(
@@ -108,11 +108,10 @@ std::string KernelName(KernelKind kind) {
 }
 
 absl::StatusOr<KernelKind> SelectKernel(int device) {
-  auto facts = Facts(device);
-  if (!facts.ok()) return facts.status();
+  GEMM_ASSIGN_OR_RETURN(const DeviceFacts facts, Facts(device));
   // NOTE: "a" targets (sm_90a, sm_100a) are not forward compatible: match exactly.
-  if (facts->major == 9 && facts->minor == 0) return KernelKind::kSm90;
-  if (facts->major == 10 && facts->minor == 0) return KernelKind::kSm100;
+  if (facts.major == 9 && facts.minor == 0) return KernelKind::kSm90;
+  if (facts.major == 10 && facts.minor == 0) return KernelKind::kSm100;
   return KernelKind::kCublasLt;
 }
 
@@ -159,14 +158,12 @@ std::size_t WorkspaceBytes(std::span<const Problem> group, KernelKind kind) {
 
 absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
   GEMM_RETURN_IF_ERROR(ValidateBatch(args));
-  auto device = CurrentDevice();
-  if (!device.ok()) return device.status();
-  auto kind = Resolve(opts.kind, *device);
-  if (!kind.ok()) return kind.status();
+  GEMM_ASSIGN_OR_RETURN(const int device, CurrentDevice());
+  GEMM_ASSIGN_OR_RETURN(const KernelKind kind, Resolve(opts.kind, device));
   const bool automatic = opts.kind == KernelKind::kAuto;
-  switch (*kind) {
+  switch (kind) {
     case KernelKind::kSm90: {
-      if (TmaCompatible(args) && SmallM(args, *device)) {
+      if (TmaCompatible(args) && SmallM(args, device)) {
         return sm90::SmallMGemm(args, stream, opts);
       }
       if (sm90::Supports(args)) return sm90::Gemm(args, stream, opts);
@@ -185,17 +182,15 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
       break;
   }
   return absl::UnimplementedError(
-      absl::StrCat("no kernel for kind ", KernelName(*kind), " on device ", *device));
+      absl::StrCat("no kernel for kind ", KernelName(kind), " on device ", device));
 }
 
 absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
                          const LaunchOptions& opts) {
   GEMM_RETURN_IF_ERROR(ValidateGroup(group));
   if (group.empty()) return absl::OkStatus();
-  auto device = CurrentDevice();
-  if (!device.ok()) return device.status();
-  auto kind = Resolve(opts.kind, *device);
-  if (!kind.ok()) return kind.status();
+  GEMM_ASSIGN_OR_RETURN(const int device, CurrentDevice());
+  GEMM_ASSIGN_OR_RETURN(const KernelKind kind, Resolve(opts.kind, device));
   const bool automatic = opts.kind == KernelKind::kAuto;
   auto loop_cublaslt = [&]() -> absl::Status {
     for (const Problem& p : group) {
@@ -205,7 +200,7 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
     }
     return absl::OkStatus();
   };
-  switch (*kind) {
+  switch (kind) {
     case KernelKind::kSm90:
       if (sm90::Supports(group)) return sm90::GemmGrouped(group, stream, opts);
       if (automatic) return loop_cublaslt();
@@ -222,7 +217,7 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
       break;
   }
   return absl::UnimplementedError(
-      absl::StrCat("no kernel for kind ", KernelName(*kind), " on device ", *device));
+      absl::StrCat("no kernel for kind ", KernelName(kind), " on device ", device));
 }
 
 }  // namespace gemm::kernel
