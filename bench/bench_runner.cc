@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench_device.h"
+#include "common/status_macros.h"
 #include "sm90/sm90_gemm.h"
 #include "sm90/sm90_params.h"  // kDebugNoSplit
 #include "sm90/small_m_gemm.h"
@@ -33,12 +34,6 @@ absl::Status Cublas(cublasStatus_t st, const char* what) {
   return absl::InternalError(absl::StrCat(what, ": cuBLAS status ", static_cast<int>(st)));
 }
 
-#define BENCH_RETURN_IF_ERROR(expr) \
-  do {                              \
-    ::absl::Status _st = (expr);    \
-    if (!_st.ok()) return _st;      \
-  } while (0)
-
 // Device allocations freed on scope exit.
 class DeviceArena {
  public:
@@ -47,7 +42,7 @@ class DeviceArena {
   }
   absl::StatusOr<void*> Alloc(std::size_t bytes) {
     void* p = nullptr;
-    BENCH_RETURN_IF_ERROR(Cuda(cudaMalloc(&p, std::max<std::size_t>(bytes, 256)), "cudaMalloc"));
+    GEMM_RETURN_IF_ERROR(Cuda(cudaMalloc(&p, std::max<std::size_t>(bytes, 256)), "cudaMalloc"));
     ptrs_.push_back(p);
     return p;
   }
@@ -71,22 +66,22 @@ absl::StatusOr<std::unique_ptr<Bench>> Bench::Create(const BenchOptions& opts) {
   }
   std::unique_ptr<Bench> b(new Bench(opts));
   int dev = 0;
-  BENCH_RETURN_IF_ERROR(Cuda(cudaGetDevice(&dev), "cudaGetDevice"));
+  GEMM_RETURN_IF_ERROR(Cuda(cudaGetDevice(&dev), "cudaGetDevice"));
   cudaDeviceProp prop;
-  BENCH_RETURN_IF_ERROR(Cuda(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties"));
+  GEMM_RETURN_IF_ERROR(Cuda(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties"));
   b->device_name_ = prop.name;
   b->sm_count_ = prop.multiProcessorCount;
   b->l2_bytes_ = prop.l2CacheSize;
-  BENCH_RETURN_IF_ERROR(
+  GEMM_RETURN_IF_ERROR(
       Cuda(cudaStreamCreateWithFlags(&b->stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
-  BENCH_RETURN_IF_ERROR(Cublas(cublasCreate(&b->cublas_), "cublasCreate"));
-  BENCH_RETURN_IF_ERROR(Cublas(cublasSetStream(b->cublas_, b->stream_), "cublasSetStream"));
+  GEMM_RETURN_IF_ERROR(Cublas(cublasCreate(&b->cublas_), "cublasCreate"));
+  GEMM_RETURN_IF_ERROR(Cublas(cublasSetStream(b->cublas_, b->stream_), "cublasSetStream"));
   const int reps = std::max(opts.reps, 1);
   b->start_.resize(2 * reps);  // two implementations interleaved
   b->stop_.resize(2 * reps);
   for (int i = 0; i < 2 * reps; ++i) {
-    BENCH_RETURN_IF_ERROR(Cuda(cudaEventCreate(&b->start_[i]), "cudaEventCreate"));
-    BENCH_RETURN_IF_ERROR(Cuda(cudaEventCreate(&b->stop_[i]), "cudaEventCreate"));
+    GEMM_RETURN_IF_ERROR(Cuda(cudaEventCreate(&b->start_[i]), "cudaEventCreate"));
+    GEMM_RETURN_IF_ERROR(Cuda(cudaEventCreate(&b->stop_[i]), "cudaEventCreate"));
   }
   b->seed_ = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   if (opts.no_split || opts.tile_m > 0 || opts.stages > 0 || opts.cluster_m > 0 ||
@@ -116,34 +111,34 @@ absl::StatusOr<std::vector<double>> Bench::TimeMedians(
   const int reps = static_cast<int>(start_.size()) / 2;  // events for two implementations
   if (n < 1 || n > 2) return absl::InvalidArgumentError("TimeMedians times one or two launches");
   for (int i = 0; i < opts_.warmup; ++i) {
-    for (const auto& launch : launches) BENCH_RETURN_IF_ERROR(launch(i % nsets));
+    for (const auto& launch : launches) GEMM_RETURN_IF_ERROR(launch(i % nsets));
   }
   // NOTE: the delay kernel holds the stream while the host queues every timed launch behind
   // it, so that back-to-back GPU execution is timed even for launches shorter than the host's
   // launch path. The implementations alternate launch by launch (ours, cuBLAS, ours, ...), so
   // both see the same clocks and temperature: timing them in two separate blocks let the power
   // state drift between the blocks (8192^3 measured 1.09x and 0.98x in one run).
-  BENCH_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "warm-up"));
-  BENCH_RETURN_IF_ERROR(Cuda(LaunchDelay(100.0 * n * reps + 1000.0, stream_), "delay"));
+  GEMM_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "warm-up"));
+  GEMM_RETURN_IF_ERROR(Cuda(LaunchDelay(100.0 * n * reps + 1000.0, stream_), "delay"));
   for (int r = 0; r < reps; ++r) {
     for (int i = 0; i < n; ++i) {
       const int e = r * n + i;
-      BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(start_[e], stream_), "cudaEventRecord"));
+      GEMM_RETURN_IF_ERROR(Cuda(cudaEventRecord(start_[e], stream_), "cudaEventRecord"));
       // NOTE: every launch takes the next operand set, so neither implementation finds the
-      // other's operands of the same rep in L2 (with one set per rep, cuBLAS ran on what ours
-      // had just loaded: 8192x8192 decode rows read ~3% faster for it on H100, 2026-11-23).
+      // other's operands of the same rep in L2 (with one set per rep, cuBLAS runs on what ours
+      // has just loaded: 8192x8192 decode rows read ~3% faster for it on H100).
       const int set = opts_.same_set ? (opts_.warmup + r) % nsets : (opts_.warmup + e) % nsets;
-      BENCH_RETURN_IF_ERROR(launches[i](set));
-      BENCH_RETURN_IF_ERROR(Cuda(cudaEventRecord(stop_[e], stream_), "cudaEventRecord"));
+      GEMM_RETURN_IF_ERROR(launches[i](set));
+      GEMM_RETURN_IF_ERROR(Cuda(cudaEventRecord(stop_[e], stream_), "cudaEventRecord"));
     }
   }
-  BENCH_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "timed runs"));
+  GEMM_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "timed runs"));
   std::vector<double> medians;
   for (int i = 0; i < n; ++i) {
     std::vector<float> ms(reps);
     for (int r = 0; r < reps; ++r) {
       const int e = r * n + i;
-      BENCH_RETURN_IF_ERROR(Cuda(cudaEventElapsedTime(&ms[r], start_[e], stop_[e]), "elapsed"));
+      GEMM_RETURN_IF_ERROR(Cuda(cudaEventElapsedTime(&ms[r], start_[e], stop_[e]), "elapsed"));
     }
     std::sort(ms.begin(), ms.end());
     medians.push_back(reps % 2 ? ms[reps / 2] : 0.5 * (ms[reps / 2 - 1] + ms[reps / 2]));
@@ -153,7 +148,7 @@ absl::StatusOr<std::vector<double>> Bench::TimeMedians(
 
 absl::StatusOr<int> Bench::RotationCount(double set_bytes) {
   std::size_t free_b = 0, total_b = 0;
-  BENCH_RETURN_IF_ERROR(Cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
+  GEMM_RETURN_IF_ERROR(Cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
   const double budget = opts_.mem_fraction * static_cast<double>(free_b);
   // NOTE: at least 2 sets, and enough that the sets together exceed 3x L2, so no run finds its
   // operands in L2 from the run before.
@@ -169,49 +164,43 @@ absl::StatusOr<int> Bench::RotationCount(double set_bytes) {
 
 absl::StatusOr<double> Bench::CopyGbps() {
   std::size_t free_b = 0, total_b = 0;
-  BENCH_RETURN_IF_ERROR(Cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
+  GEMM_RETURN_IF_ERROR(Cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
   const std::size_t bytes = std::min<std::size_t>(std::size_t{1} << 30, free_b / 8);
   DeviceArena arena;
-  absl::StatusOr<void*> src = arena.Alloc(bytes), dst = arena.Alloc(bytes);
-  if (!src.ok()) return src.status();
-  if (!dst.ok()) return dst.status();
-  BENCH_RETURN_IF_ERROR(Cuda(FillRandomBf16(*src, bytes / 2, NextSeed(), stream_), "fill"));
-  absl::StatusOr<std::vector<double>> ms = TimeMedians(
-      {[&](int) {
-        return Cuda(cudaMemcpyAsync(*dst, *src, bytes, cudaMemcpyDeviceToDevice, stream_),
-                    "cudaMemcpyAsync");
-      }},
-      1);
-  if (!ms.ok()) return ms.status();
-  return 2.0 * static_cast<double>(bytes) / ((*ms)[0] * 1e-3) / 1e9;
+  GEMM_ASSIGN_OR_RETURN(void* const src, arena.Alloc(bytes));
+  GEMM_ASSIGN_OR_RETURN(void* const dst, arena.Alloc(bytes));
+  GEMM_RETURN_IF_ERROR(Cuda(FillRandomBf16(src, bytes / 2, NextSeed(), stream_), "fill"));
+  auto copy = [&](int) {
+    return Cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_),
+                "cudaMemcpyAsync");
+  };
+  GEMM_ASSIGN_OR_RETURN(const std::vector<double> ms, TimeMedians({copy}, 1));
+  return 2.0 * static_cast<double>(bytes) / (ms[0] * 1e-3) / 1e9;
 }
 
 absl::StatusOr<double> Bench::ReadGbps() {
   std::size_t free_b = 0, total_b = 0;
-  BENCH_RETURN_IF_ERROR(Cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
+  GEMM_RETURN_IF_ERROR(Cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
   const std::size_t bytes =
       std::min<std::size_t>(std::size_t{1} << 30, free_b / 8) & ~std::size_t{15};
   DeviceArena arena;
-  absl::StatusOr<void*> src = arena.Alloc(bytes), sink = arena.Alloc(sizeof(unsigned));
-  if (!src.ok()) return src.status();
-  if (!sink.ok()) return sink.status();
-  BENCH_RETURN_IF_ERROR(Cuda(FillRandomBf16(*src, bytes / 2, NextSeed(), stream_), "fill"));
-  absl::StatusOr<std::vector<double>> ms =
-      TimeMedians({[&](int) {
-                    return Cuda(LaunchReadAll(*src, static_cast<int64_t>(bytes),
-                                              static_cast<unsigned*>(*sink), stream_),
-                                "read kernel");
-                  }},
-                  1);
-  if (!ms.ok()) return ms.status();
-  return static_cast<double>(bytes) / ((*ms)[0] * 1e-3) / 1e9;
+  GEMM_ASSIGN_OR_RETURN(void* const src, arena.Alloc(bytes));
+  GEMM_ASSIGN_OR_RETURN(void* const sink, arena.Alloc(sizeof(unsigned)));
+  GEMM_RETURN_IF_ERROR(Cuda(FillRandomBf16(src, bytes / 2, NextSeed(), stream_), "fill"));
+  auto read = [&](int) {
+    return Cuda(
+        LaunchReadAll(src, static_cast<int64_t>(bytes), static_cast<unsigned*>(sink), stream_),
+        "read kernel");
+  };
+  GEMM_ASSIGN_OR_RETURN(const std::vector<double> ms, TimeMedians({read}, 1));
+  return static_cast<double>(bytes) / (ms[0] * 1e-3) / 1e9;
 }
 
 absl::StatusOr<double> Bench::EmptyLaunchUs() {
-  absl::StatusOr<std::vector<double>> ms =
-      TimeMedians({[&](int) { return Cuda(LaunchEmpty(sm_count_, stream_), "empty kernel"); }}, 1);
-  if (!ms.ok()) return ms.status();
-  return (*ms)[0] * 1e3;
+  GEMM_ASSIGN_OR_RETURN(
+      const std::vector<double> ms,
+      TimeMedians({[&](int) { return Cuda(LaunchEmpty(sm_count_, stream_), "empty kernel"); }}, 1));
+  return ms[0] * 1e3;
 }
 
 bool Bench::ReadCheck(absl::Status st, const void* sums, BenchRow* row) {
@@ -250,23 +239,23 @@ void Bench::TimeBoth(const std::function<absl::Status(int)>& ours,
 }
 
 absl::StatusOr<std::vector<BenchRow>> Bench::RunSet(const std::string& set) {
-  absl::StatusOr<std::vector<Shape>> shapes = LoadShapes(opts_.shapes_dir + "/" + set + ".txt");
-  if (!shapes.ok()) return shapes.status();
+  GEMM_ASSIGN_OR_RETURN(const std::vector<Shape> shapes,
+                        LoadShapes(opts_.shapes_dir + "/" + set + ".txt"));
   std::vector<BenchRow> rows;
   for (BLayout layout : opts_.layouts) {
     if (set == "grouped" || set == "moe") {
       // One grouped call per group of the file; the mixture-of-experts groups give every
       // member its own weights.
-      for (int g = 0; !shapes->empty() && g <= shapes->back().group; ++g) {
+      for (int g = 0; !shapes.empty() && g <= shapes.back().group; ++g) {
         std::vector<Shape> members;
-        for (const Shape& s : *shapes) {
+        for (const Shape& s : shapes) {
           if (s.group == g) members.push_back(s);
         }
         if (!members.empty()) rows.push_back(RunGrouped(set, members, layout, set == "moe"));
       }
       continue;
     }
-    for (const Shape& s : *shapes) rows.push_back(RunStrided(set, s, layout));
+    for (const Shape& s : shapes) rows.push_back(RunStrided(set, s, layout));
   }
   return rows;
 }

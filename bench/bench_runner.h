@@ -36,7 +36,7 @@ struct BenchOptions {
   int64_t force_ctas = 0;     // with direct_small_m: grid size override (0 = heuristic)
   bool stream_k = false;      // with direct_small_m: stream-K grid only (no cluster split-K)
   double mem_fraction = 0.6;  // share of free device memory the operand sets may use
-  bool same_set = false;  // both implementations of a rep on one operand set (before 2026-11-23)
+  bool same_set = false;      // both implementations of a rep on one operand set (L2-warm cuBLAS)
 };
 
 // One measured line.

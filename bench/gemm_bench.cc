@@ -49,8 +49,8 @@ constexpr char kUsage[] =
     "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n"
     "  --stream_k  with --direct: the small-M stream-K grid even where the dispatch would\n"
     "            use a tile-aligned grid (whole tiles or cluster split-K)\n"
-    "  --same_set  time both implementations of a rep on one operand set (the method before\n"
-    "            2026-11-23: cuBLAS then ran on operands ours had just brought into L2)\n";
+    "  --same_set  time both implementations of a rep on one operand set (cuBLAS then runs\n"
+    "            on operands ours has just brought into L2; default: a fresh set per launch)\n";
 
 struct Flags {
   BenchOptions bench;

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "cuda_status.h"
 
 namespace gemm::kernel::reference {
@@ -179,8 +180,7 @@ absl::Status CublasLtGemm(const StridedBatch& args, cudaStream_t stream, void* w
   if (workspace == nullptr) workspace_bytes = 0;
   int device = 0;
   GEMM_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&device), "cudaGetDevice"));
-  auto handle = Cache::Get().Handle(device);
-  if (!handle.ok()) return handle.status();
+  GEMM_ASSIGN_OR_RETURN(const cublasLtHandle_t handle, Cache::Get().Handle(device));
 
   const std::size_t d_size = DTypeSize(p.d_dtype);
   const bool use_c = p.beta != 0.0f && p.c != nullptr;
@@ -214,17 +214,15 @@ absl::Status CublasLtGemm(const StridedBatch& args, cudaStream_t stream, void* w
   if (plan == nullptr) {
     StridedBatch normalized = args;
     normalized.batch = batch;
-    auto built =
-        BuildPlan(*handle, normalized, align_a, align_b, align_c, align_d, workspace_bytes);
-    if (!built.ok()) return built.status();
-    plan = *built;
+    GEMM_ASSIGN_OR_RETURN(
+        plan, BuildPlan(handle, normalized, align_a, align_b, align_c, align_d, workspace_bytes));
     Cache::Get().Insert(key, plan);
   }
   const float alpha = p.alpha;
   const float beta = use_c ? p.beta : 0.0f;
   const void* c = use_c ? p.c : p.d;
   return CublasStatus(
-      cublasLtMatmul(*handle, plan->op, &alpha, p.b, plan->b, p.a, plan->a, &beta, c, plan->c, p.d,
+      cublasLtMatmul(handle, plan->op, &alpha, p.b, plan->b, p.a, plan->a, &beta, c, plan->c, p.d,
                      plan->d, &plan->algo, workspace, workspace_bytes, stream),
       "cublasLtMatmul");
 }

@@ -1,4 +1,5 @@
-// Turns CUDA runtime / driver / cuBLAS errors into absl::Status where they occur.
+// Turns CUDA runtime / driver / cuBLAS errors into absl::Status where they occur (return them
+// with GEMM_RETURN_IF_ERROR from common/status_macros.h).
 #pragma once
 
 #include <cublasLt.h>
@@ -31,10 +32,3 @@ inline absl::Status CublasStatus(cublasStatus_t err, const char* what) {
 }
 
 }  // namespace gemm::kernel
-
-// Returns from the enclosing function when `expr` (an absl::Status expression) is not OK.
-#define GEMM_RETURN_IF_ERROR(expr)       \
-  do {                                   \
-    ::absl::Status _gemm_st = (expr);    \
-    if (!_gemm_st.ok()) return _gemm_st; \
-  } while (0)

@@ -7,15 +7,14 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "cuda_status.h"
 #include "gemm/kernel.h"
 #include "reference/cublaslt_gemm.h"
 #include "sm100/sm100_gemm.h"
 #include "sm90/sm90_gemm.h"
-#include "validate.h"
-#if GEMM_HAVE_SMALL_M
 #include "sm90/small_m_gemm.h"
-#endif
+#include "validate.h"
 
 namespace gemm::kernel {
 namespace {
@@ -65,17 +64,16 @@ absl::StatusOr<int> CurrentDevice() {
 absl::StatusOr<KernelKind> Resolve(KernelKind requested, int device) {
   if (requested == KernelKind::kAuto) return SelectKernel(device);
   if (requested == KernelKind::kCublasLt) return requested;
-  auto facts = Facts(device);
-  if (!facts.ok()) return facts.status();
-  if (requested == KernelKind::kSm90 && !(facts->major == 9 && facts->minor == 0)) {
+  GEMM_ASSIGN_OR_RETURN(const DeviceFacts facts, Facts(device));
+  if (requested == KernelKind::kSm90 && !(facts.major == 9 && facts.minor == 0)) {
     return absl::FailedPreconditionError(
         absl::StrCat("sm90 kernel needs compute capability 9.0, device ", device, " has ",
-                     facts->major, ".", facts->minor));
+                     facts.major, ".", facts.minor));
   }
-  if (requested == KernelKind::kSm100 && !(facts->major == 10 && facts->minor == 0)) {
+  if (requested == KernelKind::kSm100 && !(facts.major == 10 && facts.minor == 0)) {
     return absl::FailedPreconditionError(
         absl::StrCat("sm100 kernel needs compute capability 10.0, device ", device, " has ",
-                     facts->major, ".", facts->minor));
+                     facts.major, ".", facts.minor));
   }
   if (requested != KernelKind::kSm90 && requested != KernelKind::kSm100) {
     return absl::InvalidArgumentError(
@@ -88,12 +86,10 @@ absl::Status RunCublasLt(const StridedBatch& args, cudaStream_t stream, const La
   return reference::CublasLtGemm(args, stream, opts.workspace, opts.workspace_bytes);
 }
 
-#if GEMM_HAVE_SMALL_M
 bool SmallM(const StridedBatch& args, int device) {
   auto facts = Facts(device);
   return facts.ok() && sm90::UseSmallM(args, facts->sm_count);
 }
-#endif
 
 }  // namespace
 
@@ -112,11 +108,10 @@ std::string KernelName(KernelKind kind) {
 }
 
 absl::StatusOr<KernelKind> SelectKernel(int device) {
-  auto facts = Facts(device);
-  if (!facts.ok()) return facts.status();
+  GEMM_ASSIGN_OR_RETURN(const DeviceFacts facts, Facts(device));
   // NOTE: "a" targets (sm_90a, sm_100a) are not forward compatible: match exactly.
-  if (facts->major == 9 && facts->minor == 0) return KernelKind::kSm90;
-  if (facts->major == 10 && facts->minor == 0) return KernelKind::kSm100;
+  if (facts.major == 9 && facts.minor == 0) return KernelKind::kSm90;
+  if (facts.major == 10 && facts.minor == 0) return KernelKind::kSm100;
   return KernelKind::kCublasLt;
 }
 
@@ -129,12 +124,10 @@ std::size_t WorkspaceBytes(const StridedBatch& args, KernelKind kind) {
   }
   switch (kind) {
     case KernelKind::kSm90: {
-#if GEMM_HAVE_SMALL_M
       if (device.ok() && TmaCompatible(args) && SmallM(args, *device)) {
         auto facts = Facts(*device);
         return sm90::SmallMWorkspaceBytes(args, facts->sm_count);
       }
-#endif
       return sm90::Supports(args) ? sm90::WorkspaceBytes(args)
                                   : reference::CublasLtWorkspaceBytes();
     }
@@ -165,18 +158,14 @@ std::size_t WorkspaceBytes(std::span<const Problem> group, KernelKind kind) {
 
 absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
   GEMM_RETURN_IF_ERROR(ValidateBatch(args));
-  auto device = CurrentDevice();
-  if (!device.ok()) return device.status();
-  auto kind = Resolve(opts.kind, *device);
-  if (!kind.ok()) return kind.status();
+  GEMM_ASSIGN_OR_RETURN(const int device, CurrentDevice());
+  GEMM_ASSIGN_OR_RETURN(const KernelKind kind, Resolve(opts.kind, device));
   const bool automatic = opts.kind == KernelKind::kAuto;
-  switch (*kind) {
+  switch (kind) {
     case KernelKind::kSm90: {
-#if GEMM_HAVE_SMALL_M
-      if (TmaCompatible(args) && SmallM(args, *device)) {
+      if (TmaCompatible(args) && SmallM(args, device)) {
         return sm90::SmallMGemm(args, stream, opts);
       }
-#endif
       if (sm90::Supports(args)) return sm90::Gemm(args, stream, opts);
       if (automatic) return RunCublasLt(args, stream, opts);
       return absl::FailedPreconditionError(
@@ -193,17 +182,15 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
       break;
   }
   return absl::UnimplementedError(
-      absl::StrCat("no kernel for kind ", KernelName(*kind), " on device ", *device));
+      absl::StrCat("no kernel for kind ", KernelName(kind), " on device ", device));
 }
 
 absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
                          const LaunchOptions& opts) {
   GEMM_RETURN_IF_ERROR(ValidateGroup(group));
   if (group.empty()) return absl::OkStatus();
-  auto device = CurrentDevice();
-  if (!device.ok()) return device.status();
-  auto kind = Resolve(opts.kind, *device);
-  if (!kind.ok()) return kind.status();
+  GEMM_ASSIGN_OR_RETURN(const int device, CurrentDevice());
+  GEMM_ASSIGN_OR_RETURN(const KernelKind kind, Resolve(opts.kind, device));
   const bool automatic = opts.kind == KernelKind::kAuto;
   auto loop_cublaslt = [&]() -> absl::Status {
     for (const Problem& p : group) {
@@ -213,7 +200,7 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
     }
     return absl::OkStatus();
   };
-  switch (*kind) {
+  switch (kind) {
     case KernelKind::kSm90:
       if (sm90::Supports(group)) return sm90::GemmGrouped(group, stream, opts);
       if (automatic) return loop_cublaslt();
@@ -230,7 +217,7 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
       break;
   }
   return absl::UnimplementedError(
-      absl::StrCat("no kernel for kind ", KernelName(*kind), " on device ", *device));
+      absl::StrCat("no kernel for kind ", KernelName(kind), " on device ", device));
 }
 
 }  // namespace gemm::kernel

@@ -11,7 +11,7 @@
 #                               this opcode for it; query_cancel lowers to plain ALU ops on the
 #                               LDS.128 of the response, so it has no opcode of its own to check)
 #   - no LDL / STL and cuobjdump -res-usage STACK:0 LOCAL:0 (no local memory, no spills)
-# and, over all kernels, that the 2-M-wave variants (KernelConfig<..., 2>, seed 000 level 9) are
+# and, over all kernels, that the 2-M-wave variants (KernelConfig<..., 2>) are
 # among them.
 # Exits 0 when all hold, 1 otherwise (2 on usage errors). Needs cuobjdump (CUDA >= 12.8).
 #

@@ -105,7 +105,7 @@ absl::Status RunKind(const StridedBatch& args, KernelKind kind) {
 // Anything else returns `err` after logging the float64 errors of both. Batch 1 only, and only
 // up to 2^31 multiply-adds (the host reference's cost); larger cases return `err`.
 // NOTE: seen on H200: M=N=1, K=4096, 1.1e-5 between us and cuBLASLt; M=N=1, K=1000, 4.8e-5 of
-// the exact value whose terms summed to far more; on H100 (2026-11-25): a group member
+// the exact value whose terms summed to far more; on H100: a group member
 // M=1, N=4096, K=14336, 1.011e-5 between us and cuBLASLt.
 double Float64Verdict(const Operands& ops, const Case& cs, double err) {
   if (cs.dtype != DType::kFP32 || cs.batch != 1 || !std::isfinite(err) ||

@@ -60,7 +60,7 @@ TEST(Sm100Config, WideTiles) {
   using F32 = KernelConfig<256, false, true>;
   CheckLayout<Bf16>();
   CheckLayout<F32>();
-  EXPECT_EQ(Bf16::kClusterBlockX, 256);  // 256 x 256 cluster tile (seed 000 level 9)
+  EXPECT_EQ(Bf16::kClusterBlockX, 256);  // 256 x 256 cluster tile
   EXPECT_EQ(Bf16::kClusterBlockY, 256);
   EXPECT_EQ(Bf16::kRowsX, 128);  // each CTA: 128 rows of A ...
   EXPECT_EQ(Bf16::kRowsY, 128);  // ... and half of the B tile
@@ -69,7 +69,8 @@ TEST(Sm100Config, WideTiles) {
   EXPECT_EQ(F32::kEpiColsPerChunk, 32);   // 128-byte rows of f32
 }
 
-// Seed 000 level 9: 256/128 = 2 M-waves, 4 pipeline stages ("larger tiles fill SMEM").
+// The Blackwell GEMM Optimization Manual's final level: 256/128 = 2 M-waves, 4 pipeline stages
+// ("larger tiles fill SMEM").
 TEST(Sm100Config, TwoMWaveTiles) {
   using Bf16 = KernelConfig<256, false, false, 2>;
   using F32 = KernelConfig<256, false, true, 2>;
@@ -91,7 +92,7 @@ TEST(Sm100Config, TwoMWaveTiles) {
 }
 
 TEST(Sm100Config, ChooseMWaves) {
-  // GB200: 148 SMs = 74 clusters. Seed 000's level 9 shapes take 2 waves.
+  // GB200: 148 SMs = 74 clusters. The manual's large cubes take 2 waves.
   EXPECT_EQ(ChooseMWaves(8192, 8192, 8192, 1, 74), 2);  // 1024 1-wave tiles: 14 waves vs 7
   EXPECT_EQ(ChooseMWaves(4096, 4096, 4096, 1, 74), 2);  // 256 -> 4 waves vs 2
   EXPECT_EQ(ChooseMWaves(6144, 6144, 6144, 1, 74), 2);  // 576 -> 8 vs 4

@@ -1,6 +1,7 @@
 // Tests of the SM100 tcgen05 descriptors (kernel/src/sm100/sm100_desc.h) against the PTX ISA
 // tables (9.7.16.4.2 instruction descriptor; tcgen05 shared memory descriptor; canonical layouts)
-// and the seed documents (000 appendix "Descriptor Bit Layouts", 003 MMA_DESC_B128).
+// and the reference documents of docs/sm100.md (the Blackwell GEMM Optimization Manual's appendix
+// "Descriptor Bit Layouts", the pyptx 1-SM GEMM walkthrough's MMA_DESC_B128).
 #include "sm100/sm100_desc.h"
 
 #include <cstdint>
@@ -19,7 +20,7 @@ TEST(Sm100InstrDesc, FieldsMatchPtxIsaTable) {
   EXPECT_EQ(Bits(d, 0, 4), 0u);           // dense, no saturate
   EXPECT_EQ(Bits(d, 4, 6), 1u);           // dtype F32 = 1
   EXPECT_EQ(Bits(d, 6, 7), 0u);           // reserved
-  EXPECT_EQ(Bits(d, 7, 10), 1u);          // atype BF16 = 1 (seed 000 bug 1: not 3)
+  EXPECT_EQ(Bits(d, 7, 10), 1u);          // atype BF16 = 1 (not 3)
   EXPECT_EQ(Bits(d, 10, 13), 1u);         // btype BF16 = 1
   EXPECT_EQ(Bits(d, 13, 15), 0u);         // no negate
   EXPECT_EQ(Bits(d, 15, 16), 0u);         // A K-major (no transpose)
@@ -35,7 +36,7 @@ TEST(Sm100InstrDesc, KnownValues) {
   EXPECT_EQ(MakeInstrDesc(256, 256, Major::kK, Major::kK), 0x10400490u);
   // N = 128 (swap-AB kernel): 16 << 17.
   EXPECT_EQ(MakeInstrDesc(256, 128, Major::kK, Major::kK), 0x10200490u);
-  // Seed 002's 1-SM example M=128, N=256: (128>>4)<<24 | (256>>3)<<17 | formats.
+  // tcgen05 for dummies' 1-SM example M=128, N=256: (128>>4)<<24 | (256>>3)<<17 | formats.
   EXPECT_EQ(MakeInstrDesc(128, 256, Major::kK, Major::kK), 0x08400490u);
   // Transpose bits: A at 15, B at 16 (MN-major operands).
   EXPECT_EQ(MakeInstrDesc(256, 256, Major::kK, Major::kMN), 0x10410490u);
@@ -43,7 +44,7 @@ TEST(Sm100InstrDesc, KnownValues) {
 }
 
 TEST(Sm100InstrDesc, FitsIn32Bits) {
-  // Seed 000 bug 2: the instruction descriptor operand is a 32-bit register.
+  // The instruction descriptor operand is a 32-bit register (a 64-bit one does not assemble).
   static_assert(sizeof(MakeInstrDesc(256, 256, Major::kK, Major::kK)) == 4);
 }
 
@@ -63,15 +64,16 @@ TEST(Sm100SmemDesc, FieldsMatchPtxIsaTable) {
   EXPECT_EQ(Bits(d, 61, 64), 2u);  // layout type 2 = SWIZZLE_128B
 }
 
-TEST(Sm100SmemDesc, MatchesSeed003Constant) {
-  // Seed 003: MMA_DESC_B128 = 0x4000404000010000 is the K-major SWIZZLE_128B descriptor of
-  // address 0 (SBO 1024, LBO encoded 1, version 1, layout 2); addresses are OR-ed into bits 0-13.
+TEST(Sm100SmemDesc, MatchesPyptxWalkthroughConstant) {
+  // The pyptx walkthrough's MMA_DESC_B128 = 0x4000404000010000 is the K-major SWIZZLE_128B
+  // descriptor of address 0 (SBO 1024, LBO encoded 1, version 1, layout 2); addresses are OR-ed
+  // into bits 0-13.
   EXPECT_EQ(MakeKMajorDesc(0), 0x4000404000010000ull);
   EXPECT_EQ(MakeKMajorDesc(0x8000), 0x4000404000010000ull | (0x8000 >> 4));
 }
 
-TEST(Sm100SmemDesc, MatchesSeed000Layout) {
-  // Seed 000 appendix: version 1 in bits [46,48), SWIZZLE_128B = 2 in bits [61,64), SBO 1024.
+TEST(Sm100SmemDesc, MatchesManualBitLayout) {
+  // The manual's appendix: version 1 in bits [46,48), SWIZZLE_128B = 2 in bits [61,64), SBO 1024.
   const uint64_t d = MakeKMajorDesc(0x400);
   EXPECT_EQ((d >> 46) & 3, 1u);
   EXPECT_EQ(d >> 61, 2u);
@@ -93,8 +95,9 @@ TEST(Sm100SmemDesc, EncodeMasksTo18Bits) {
   EXPECT_EQ(DescEncode(0x40010), 1u);
 }
 
-TEST(Sm100KSlice, AdvanceMatchesSeeds) {
-  // Seed 003: "+ kk * 2" on the descriptor per 16-wide K slice (32 bytes >> 4) for K-major.
+TEST(Sm100KSlice, AdvancePerKSlice) {
+  // The pyptx walkthrough: "+ kk * 2" on the descriptor per 16-wide K slice (32 bytes >> 4) for
+  // K-major.
   EXPECT_EQ(KSliceAdvanceBytes(Major::kK, 16), 32u);
   const uint64_t d0 = MakeKMajorDesc(0x4000);
   for (uint32_t kk = 0; kk < 4; ++kk) {
@@ -117,8 +120,8 @@ TEST(Sm100KSlice, AdvanceEqualsDescriptorOfAdvancedAddress) {
   }
 }
 
-// Seed 000 level 9: wave w of a 256-row K-major X stage starts 128 rows x 128 bytes in; only the
-// descriptor's start-address field moves (16 KiB >> 4 = 1024).
+// The manual's final level: wave w of a 256-row K-major X stage starts 128 rows x 128 bytes in;
+// only the descriptor's start-address field moves (16 KiB >> 4 = 1024).
 TEST(Sm100Desc, MWaveOffset) {
   EXPECT_EQ(WaveXOffsetBytes(0, 128), 0u);
   EXPECT_EQ(WaveXOffsetBytes(1, 128), 16384u);
@@ -132,7 +135,7 @@ TEST(Sm100Desc, MWaveOffset) {
             MakeKMajorDesc(0x8000 + 16384 + 96));
 }
 
-// Seed 000 "Critical Insight: Accumulation Flag for M-Waves": RIGHT = (kb > 0 || k > 0), the
+// The manual's "Critical Insight: Accumulation Flag for M-Waves": RIGHT = (kb > 0 || k > 0), the
 // same for every wave; WRONG = (kb > 0 || k > 0 || w > 0).
 TEST(Sm100Desc, AccumulateFlagIgnoresWave) {
   EXPECT_EQ(AccumulateFlag(0, 0), 0u);  // every wave clears on the tile's first K step
@@ -140,7 +143,7 @@ TEST(Sm100Desc, AccumulateFlagIgnoresWave) {
   EXPECT_EQ(AccumulateFlag(0, 3), 1u);
   EXPECT_EQ(AccumulateFlag(1, 0), 1u);
   EXPECT_EQ(AccumulateFlag(7, 2), 1u);
-  // Per (kb, k): exactly one clearing MMA per wave per tile; the seed's WRONG rule would let
+  // Per (kb, k): exactly one clearing MMA per wave per tile; the manual's WRONG rule would let
   // wave 1 accumulate onto the previous tile's values at (0, 0).
   for (int32_t kb = 0; kb < 4; ++kb) {
     for (int32_t k = 0; k < 4; ++k) {

@@ -80,7 +80,8 @@ TEST(Sm100Epilogue, TransposedTileIsConflictFree) {
 }
 
 TEST(Sm100Epilogue, TmemAddressing) {
-  // Lane in bits 16-31, column in bits 0-15 (seed 002 epilogue: taddr + (row << 16) + col).
+  // Lane in bits 16-31, column in bits 0-15 (tcgen05 for dummies' epilogue:
+  // taddr + (row << 16) + col).
   EXPECT_EQ(TmemAddr(0, 0, 0), 0u);
   EXPECT_EQ(TmemAddr(0, 32, 256), (32u << 16) | 256u);
   EXPECT_EQ(TmemAddr(0x100, 96, 31), (96u << 16) + 0x100u + 31u);

@@ -81,7 +81,7 @@ TEST(Sm100Layout, MnMajorDescriptorReadsWhatTmaWrote) {
   }
 }
 
-// Two M-waves (seed 000 level 9): the X stage is ONE TMA box of 256 rows; wave w's UMMA reads
+// Two M-waves: the X stage is ONE TMA box of 256 rows; wave w's UMMA reads
 // its 128 rows (TMEM lanes 0..127) through a descriptor started WaveXOffsetBytes(w) in.
 TEST(Sm100Layout, MWaveDescriptorsReadTheirHalfOfTheBox) {
   using Cfg = KernelConfig<256, false, false, 2>;

@@ -95,7 +95,7 @@ TEST(Sm100Pipeline, ProducerConsumerModel) {
 }
 
 TEST(Sm100Pipeline, ProducerFirstLapDoesNotWait) {
-  // Seed 000's parity trick: a fresh "empty" barrier passes a wait for parity 1 at once.
+  // A fresh "empty" barrier passes a wait for parity 1 at once (no initial arrive needed).
   FakeBarrier empty;
   PipelineState<4> prod;
   EXPECT_TRUE(empty.TryWait(prod.ProducerParity()));

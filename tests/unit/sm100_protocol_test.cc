@@ -285,7 +285,7 @@ void RunMany(int seeds) {
 TEST(Sm100Protocol, TwoStages) { RunMany<2>(30); }
 TEST(Sm100Protocol, SixStages) { RunMany<6>(30); }
 TEST(Sm100Protocol, EightStages) { RunMany<8>(10); }
-// The 2-M-wave configuration: 4 stages (seed 000 level 9), one TMEM accumulator.
+// The 2-M-wave configuration: 4 stages, one TMEM accumulator.
 TEST(Sm100Protocol, FourStagesOneAccumulator) { RunMany<4, 1>(30); }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Tests of the SM100 persistent tile scheduler (kernel/src/sm100/sm100_scheduler.h): every tile
 // of every problem is visited exactly once for any shape and grid, both CTAs of a 2-CTA cluster
-// see the same sequence, and tiles come in grouped-L2 order (seed 000 level 5/9: groups of
-// consecutive M blocks share one N block).
+// see the same sequence, and tiles come in grouped-L2 order (groups of consecutive M blocks share
+// one N block).
 #include "sm100/sm100_scheduler.h"
 
 #include <algorithm>
@@ -98,7 +98,7 @@ TEST(Sm100Scheduler, EveryTileOnceRandomGroups) {
 }
 
 TEST(Sm100Scheduler, BothCtasOfAPairAgree) {
-  // 148 SMs (GB200; seed 000's 192 is wrong) -> 74 clusters; CTAs 2c and 2c+1 form cluster c.
+  // 148 SMs (GB200, not 192) -> 74 clusters; CTAs 2c and 2c+1 form cluster c.
   const std::vector<ProblemShape> shapes = {Shape(3000, 5000, 512), Shape(256, 256, 64)};
   const int32_t grid = 148;
   for (int32_t block = 0; block < grid; block += 2) {
@@ -160,7 +160,7 @@ TEST(Sm100Scheduler, MoreClustersThanTiles) {
   EXPECT_FALSE(idle.Next(&t));
 }
 
-// 2 M-waves (seed 000 level 9): 512 x 256 cluster tiles.
+// 2 M-waves: 512 x 256 cluster tiles.
 TEST(Sm100Scheduler, EveryTileOnceTwoMWaves) {
   using Wide2 = TileScheduler<512, 256, 64>;
   for (int32_t m : {1, 511, 512, 513, 8192 + 300}) {

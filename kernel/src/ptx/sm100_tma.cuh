@@ -1,6 +1,6 @@
 // Inline-PTX wrappers for the SM100 kernel's TMA traffic: 2-CTA loads that signal the leader
 // CTA's mbarrier, plain loads, stores with bulk-group completion, tensor-map prefetch. Device
-// code only. Kept apart from the SM90 engineer's ptx/tma.cuh (which targets sm_90a forms).
+// code only. Kept apart from the SM90 kernel's ptx/tma.cuh (which targets sm_90a forms).
 #pragma once
 
 #include <cstdint>

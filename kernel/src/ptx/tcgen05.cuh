@@ -30,7 +30,7 @@ __device__ __forceinline__ void Tcgen05Dealloc2Cta(uint32_t taddr, uint32_t ncol
 }
 
 // D[tmem] (+)= A[smem desc] * B[smem desc] over both CTAs of the pair (cta_group::2, M = 256).
-// `accumulate` false zero-initializes D (the enable-input-d predicate; seed 000 bug 3).
+// `accumulate` false zero-initializes D (the enable-input-d predicate; 0 on a tile's first K step).
 __device__ __forceinline__ void Tcgen05MmaBf16Cta2(uint32_t d_tmem, uint64_t a_desc,
                                                    uint64_t b_desc, uint32_t idesc,
                                                    uint32_t accumulate) {

@@ -26,13 +26,14 @@ inline constexpr int kNumEpilogueThreads = kNumEpilogueWarps * 32;
 inline constexpr int kClcStages = 2;
 
 // One kernel variant. kUmmaN: N of the cta_group::2 UMMA. kSwapAB: the small-M variant (B in the
-// M slot, A in the N slot, transposed epilogue). kMWaves: UMMA M-waves per tile (seed 000 level
-// 9, item 3: "M-waves 1 -> 2 (BLOCK_M / WAVE_BLOCK_M = 256/128)"). One wave covers 128 rows per
-// CTA (the 128 TMEM lanes of one cta_group::2 M=256 UMMA); with kMWaves = 2 each CTA holds 256
-// rows of X, the cluster tile is 512 x kUmmaN, and wave w accumulates into its own kUmmaN TMEM
-// columns ("each M-wave writes to separate TMEM columns", seed 000). 2 x 256 columns fill all 512
-// columns of TMEM, so the 2-wave wide variant has ONE accumulator (no TMEM double buffer); it is
-// a configuration choice picked for large shapes (ChooseMWaves), not the default.
+// M slot, A in the N slot, transposed epilogue). kMWaves: UMMA M-waves per tile (the final level
+// of the Blackwell GEMM Optimization Manual, item 3: "M-waves 1 -> 2 (BLOCK_M / WAVE_BLOCK_M =
+// 256/128)"). One wave covers 128 rows per CTA (the 128 TMEM lanes of one cta_group::2 M=256
+// UMMA); with kMWaves = 2 each CTA holds 256 rows of X, the cluster tile is 512 x kUmmaN, and
+// wave w accumulates into its own kUmmaN TMEM columns ("each M-wave writes to separate TMEM
+// columns", the manual). 2 x 256 columns fill all 512 columns of TMEM, so the 2-wave wide
+// variant has ONE accumulator (no TMEM double buffer); it is a configuration choice picked for
+// large shapes (ChooseMWaves), not the default.
 template <int kUmmaN_, bool kSwapAB_, bool kOutF32_, int kMWaves_ = 1>
 struct KernelConfig {
   static constexpr int kUmmaM = 256;
@@ -110,15 +111,15 @@ struct KernelConfig {
                 "barrier area over its budget");
   static_assert(kUmmaN % 32 == 0 && kUmmaN >= 64 && kUmmaN <= 256, "invalid UMMA N");
   static_assert(kEpiChunkBytes <= kEpiBufferBytes, "staging chunk too large");
-  static_assert(kMWaves == 1 || kMWaves == 2, "1 or 2 M-waves (seed 000: 256/128)");
+  static_assert(kMWaves == 1 || kMWaves == 2, "1 or 2 M-waves (at most 256/128)");
   static_assert(kMWaves == 1 || !kSwapAB, "M-waves only for the wide kernel");
   static_assert(kTmemCols <= 512, "TMEM has 512 columns");
   static_assert((kTmemCols & (kTmemCols - 1)) == 0 && kTmemCols >= 32, "alloc: power of two");
 };
 
 // M-waves of the wide (non-swap-AB) kernel for one strided batch: 2 (512 x 256 cluster tiles,
-// one TMEM accumulator, 4 stages; seed 000 level 9) when it keeps every cluster busy and does
-// not lengthen the last wave, else 1 (256 x 256, TMEM double buffer, 6 stages). A 2-wave tile
+// one TMEM accumulator, 4 stages; the manual's final level) when it keeps every cluster busy and
+// does not lengthen the last wave, else 1 (256 x 256, TMEM double buffer, 6 stages). A 2-wave tile
 // costs two 1-wave tiles, so it is taken when ceil(tiles2 / clusters) * 2 <= ceil(tiles1 /
 // clusters) (no worse wave quantization: 8192^3 on 74 clusters is 14 waves of 1-wave tiles or 7
 // of 2-wave tiles) and K has at least kMinKBlocksForWaves blocks of 64, so the epilogue that no
@@ -137,7 +138,7 @@ constexpr int ChooseMWaves(int64_t rows_x, int64_t rows_y, int64_t k, int64_t ba
   return 2 * waves2 <= waves1 ? 2 : 1;
 }
 
-// L2 grouping width in cluster tiles along X (seed 000 level 9: 16).
+// L2 grouping width in cluster tiles along X (16, as the manual's final level).
 inline constexpr int kGroupX = 16;
 
 }  // namespace gemm::kernel::sm100

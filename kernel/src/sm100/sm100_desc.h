@@ -1,7 +1,8 @@
 // tcgen05 descriptors of the SM100 kernel: the 32-bit instruction descriptor of
 // `tcgen05.mma.kind::f16` and the 64-bit shared-memory matrix descriptor for 128B-swizzled
 // operands (K-major and MN-major), plus the K-slice advance inside a stage. Pure functions,
-// unit-tested on the CPU (tests/unit/sm100_desc_test.cc) against the PTX ISA tables and seeds.
+// unit-tested on the CPU (tests/unit/sm100_desc_test.cc) against the PTX ISA tables and the
+// published descriptor constants (docs/sm100.md names the reference documents).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@ enum class Major : uint32_t { kK = 0, kMN = 1 };
 
 // PTX ISA 9.7.16.4.2 (instruction descriptor, .kind::f16): field values.
 inline constexpr uint32_t kDTypeF32 = 1;    // bits 4-5, D type
-inline constexpr uint32_t kABTypeBF16 = 1;  // bits 7-9 / 10-12; F16 = 0, BF16 = 1 (NOT 3, seed 000)
+inline constexpr uint32_t kABTypeBF16 = 1;  // bits 7-9 / 10-12; F16 = 0, BF16 = 1 (NOT 3)
 
 // Instruction descriptor for D(f32) += A(bf16) * B(bf16) of shape m x n (m = full M of the
 // instruction: 256 for cta_group::2). Bits: 4-5 dtype, 7-9 atype, 10-12 btype, 15 transpose A,
@@ -46,7 +47,8 @@ SM100_HD constexpr uint64_t MakeSmemDesc(uint32_t smem_addr, uint32_t lbo_bytes,
 
 // K-major, 128B swizzle, canonical layout ((8,m),(T,2k)):((8T,SBO),(1,T)): rows of 128 bytes
 // (64 bf16 of K), 8-row groups 1024 bytes apart (SBO); LBO is unused and encoded as 1, as in the
-// PTX ISA examples ("1 (assumed)") and seed 003's constant 0x4000404000010000.
+// PTX ISA examples ("1 (assumed)") and the pyptx 1-SM GEMM walkthrough's constant
+// 0x4000404000010000.
 SM100_HD constexpr uint64_t MakeKMajorDesc(uint32_t smem_addr) {
   return MakeSmemDesc(smem_addr, 16, kSwizzleAtomBytes);
 }
@@ -60,7 +62,7 @@ SM100_HD constexpr uint64_t MakeMnMajorDesc(uint32_t smem_addr, uint32_t mn_chun
 
 // Bytes from one UMMA K-slice (k elements of bf16) to the next inside a stage: K-major walks
 // along the 128-byte row (2 bytes per element; the hardware applies the swizzle to the absolute
-// address, seed 002 "1st/2nd address"), MN-major walks whole 128-byte K rows.
+// address, as in tcgen05 for dummies' "1st/2nd address"), MN-major walks whole 128-byte K rows.
 SM100_HD constexpr uint32_t KSliceAdvanceBytes(Major major, uint32_t k_elems) {
   return major == Major::kK ? k_elems * 2u : k_elems * 128u;
 }
@@ -71,17 +73,17 @@ SM100_HD constexpr uint64_t AdvanceDesc(uint64_t desc, uint32_t bytes) {
   return desc + (bytes >> 4);
 }
 
-// M-waves (seed 000 level 9, item 3). Start of wave `wave`'s rows inside a K-major SWIZZLE_128B
-// X stage: rows are 128 bytes and 8-row swizzle atoms are contiguous (SBO = 1024), so wave w's
-// 128 rows start w * 128 * 128 = w * 16 KiB in (a multiple of the 1024-byte atom: the swizzle
-// phase and the descriptor's base offset stay 0). DeepGEMM's make_umma_desc(smem_a, w *
-// LAYOUT_AD_M, k * UMMA_K) does the same.
+// M-waves (the Blackwell GEMM Optimization Manual's final level, item 3). Start of wave `wave`'s
+// rows inside a K-major SWIZZLE_128B X stage: rows are 128 bytes and 8-row swizzle atoms are
+// contiguous (SBO = 1024), so wave w's 128 rows start w * 128 * 128 = w * 16 KiB in (a multiple
+// of the 1024-byte atom: the swizzle phase and the descriptor's base offset stay 0). DeepGEMM's
+// make_umma_desc(smem_a, w * LAYOUT_AD_M, k * UMMA_K) does the same.
 SM100_HD constexpr uint32_t WaveXOffsetBytes(uint32_t wave, uint32_t wave_rows) {
   return wave * wave_rows * 128u;
 }
 
 // The UMMA's enable-input-d (scale-c) flag: accumulate except on the tile's first K slice.
-// Seed 000 "Critical Insight: Accumulation Flag for M-Waves": each M-wave writes separate TMEM
+// The manual's "Critical Insight: Accumulation Flag for M-Waves": each M-wave writes separate TMEM
 // columns, so the flag does NOT depend on the wave: every wave clears on its first K step
 // (`(kb > 0 || k > 0 || w > 0)` would leave wave 1 adding onto stale TMEM).
 SM100_HD constexpr uint32_t AccumulateFlag(int32_t k_block, int32_t k_slice) {

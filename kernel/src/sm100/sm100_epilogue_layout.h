@@ -11,7 +11,7 @@
 namespace gemm::kernel::sm100 {
 
 // Tensor memory address: lane in bits 16-31, column in bits 0-15 (PTX ISA, tensor memory
-// addressing; seed 002 "16 MSBs encode row, 16 LSBs encode column").
+// addressing; tcgen05 for dummies: "16 MSBs encode row, 16 LSBs encode column").
 SM100_HD constexpr uint32_t TmemAddr(uint32_t base, uint32_t lane, uint32_t column) {
   return base + (lane << 16) + column;
 }
@@ -20,8 +20,8 @@ SM100_HD constexpr uint32_t TmemAddr(uint32_t base, uint32_t lane, uint32_t colu
 SM100_HD constexpr uint32_t WarpTmemLane(uint32_t warp_idx) { return (warp_idx % 4u) * 32u; }
 
 // TMEM column of M-wave `wave` of accumulator `acc` (kMWaves waves of umma_n FP32 columns per
-// accumulator): DeepGEMM's `accum_stage_idx * kNumMWaves * BLOCK_N + w * BLOCK_N` (seed 000: each
-// M-wave writes separate TMEM columns).
+// accumulator): DeepGEMM's `accum_stage_idx * kNumMWaves * BLOCK_N + w * BLOCK_N` (each M-wave
+// writes separate TMEM columns).
 SM100_HD constexpr uint32_t AccumColumn(uint32_t acc, uint32_t wave, uint32_t umma_n,
                                         uint32_t waves) {
   return (acc * waves + wave) * umma_n;

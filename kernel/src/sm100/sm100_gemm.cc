@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "cuda_status.h"
 #include "sm100/sm100_clc.h"
 #include "sm100/sm100_config.h"
@@ -32,7 +33,7 @@ namespace {
 // M at or below which the swap-AB kernel runs (B fills the MMA's 256-row M slot).
 constexpr int64_t kSmallM = 128;
 
-// Device facts the launch needs, read at run time (seed 000's "192 SMs" is wrong: GB200 has 148).
+// Device facts the launch needs, read at run time (a GB200 has 148 SMs, not 192).
 struct DeviceInfo {
   int sm_count = 0;
   int smem_optin = 0;
@@ -106,8 +107,7 @@ absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
 }
 
 absl::StatusOr<CUtensorMap> Encode(const MapSpec& s) {
-  absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> encode = EncodeFn();
-  if (!encode.ok()) return encode.status();
+  GEMM_ASSIGN_OR_RETURN(const PFN_cuTensorMapEncodeTiled_v12000 encode, EncodeFn());
   CUtensorMap map;
   const cuuint64_t dims[3] = {s.inner, s.outer, s.batch};
   // A single entry still needs a valid batch stride: use the whole matrix.
@@ -116,8 +116,8 @@ absl::StatusOr<CUtensorMap> Encode(const MapSpec& s) {
   const cuuint32_t box[3] = {s.box_inner, s.box_outer, 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUresult res =
-      (*encode)(&map, s.dtype, 3, const_cast<void*>(s.ptr), dims, strides, box, elem_strides,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, s.swizzle, s.l2, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      encode(&map, s.dtype, 3, const_cast<void*>(s.ptr), dims, strides, box, elem_strides,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, s.swizzle, s.l2, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (res != CUDA_SUCCESS) {
     return absl::InternalError(
         absl::StrCat("cuTensorMapEncodeTiled: CUresult ", static_cast<int>(res)));
@@ -188,18 +188,10 @@ absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
     c.l2 = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   }
   ProblemMaps maps;
-  absl::StatusOr<CUtensorMap> m = Encode(key.swap_ab ? b : a);
-  if (!m.ok()) return m.status();
-  maps.x = *m;
-  m = Encode(key.swap_ab ? a : b);
-  if (!m.ok()) return m.status();
-  maps.y = *m;
-  m = Encode(c);
-  if (!m.ok()) return m.status();
-  maps.c = *m;
-  m = Encode(d);
-  if (!m.ok()) return m.status();
-  maps.d = *m;
+  GEMM_ASSIGN_OR_RETURN(maps.x, Encode(key.swap_ab ? b : a));
+  GEMM_ASSIGN_OR_RETURN(maps.y, Encode(key.swap_ab ? a : b));
+  GEMM_ASSIGN_OR_RETURN(maps.c, Encode(c));
+  GEMM_ASSIGN_OR_RETURN(maps.d, Encode(d));
   return maps;
 }
 
@@ -281,10 +273,8 @@ absl::Status LaunchSplitK(const Problem& p, int32_t splits, int clusters, const 
   BatchStrides bs;
   bs.d_batch = splits;  // the partial map's third dimension: one slice per split
   bs.d = p.m * partial.ldd;
-  absl::StatusOr<ProblemMaps> maps = BuildMaps(partial, bs, key);
-  if (!maps.ok()) return maps.status();
   KernelParams params{};
-  params.maps = *maps;
+  GEMM_ASSIGN_OR_RETURN(params.maps, BuildMaps(partial, bs, key));
   params.shape = ShapeOf(partial, true);
   params.shape.k_splits = splits;
   params.num_problems = 1;
@@ -324,34 +314,31 @@ absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t 
   params.group_x = kGroupX;
   params.use_clc = tuning.clc ? 1 : 0;
   // Co-resident clusters (one CTA per SM for every variant: the same for 1 and 2 M-waves).
-  absl::StatusOr<int> resident = NumClusters(key, dev, INT32_MAX);
-  if (!resident.ok()) return resident.status();
+  GEMM_ASSIGN_OR_RETURN(const int resident, NumClusters(key, dev, INT32_MAX));
   if (!swap_ab) {
-    // Seed 000 level 9's 2 M-waves for large shapes (ChooseMWaves), else one.
+    // 2 M-waves for large shapes (ChooseMWaves), else one.
     key.m_waves =
-        tuning.m_waves != 0 ? tuning.m_waves : ChooseMWaves(p.m, p.n, p.k, bs.batch, *resident);
+        tuning.m_waves != 0 ? tuning.m_waves : ChooseMWaves(p.m, p.n, p.k, bs.batch, resident);
   }
   const int64_t tiles = TotalTiles(key, &params.shape, params.num_problems, true);
-  absl::StatusOr<int> clusters =
-      static_cast<int>(std::min<int64_t>(*resident, std::max<int64_t>(tiles, 1)));
-  if (tuning.clc) clusters = NumClusters(key, dev, tiles, /*clc=*/true);
-  if (!clusters.ok()) return clusters.status();
+  int clusters = static_cast<int>(std::min<int64_t>(resident, std::max<int64_t>(tiles, 1)));
+  if (tuning.clc) {
+    GEMM_ASSIGN_OR_RETURN(clusters, NumClusters(key, dev, tiles, /*clc=*/true));
+  }
   if (swap_ab && bs.batch == 1 && reinterpret_cast<uintptr_t>(scratch.ptr) % 16 == 0) {
     // Decode: too few N tiles to occupy the GPU; split K across the idle clusters.
     const int32_t k_blocks = static_cast<int32_t>((p.k + 63) / 64);
-    const int32_t splits = ChooseKSplits(tiles, *resident, k_blocks,
+    const int32_t splits = ChooseKSplits(tiles, resident, k_blocks,
                                          scratch.ptr ? MaxSplitsFor(scratch.bytes, p.m, p.n) : 0);
     if (splits > 1) {
       const int split_clusters =
           tuning.clc ? static_cast<int>(tiles * splits)
-                     : static_cast<int>(std::min<int64_t>(*resident, tiles * splits));
+                     : static_cast<int>(std::min<int64_t>(resident, tiles * splits));
       return LaunchSplitK(p, splits, split_clusters, scratch, tuning.clc, stream);
     }
   }
-  absl::StatusOr<ProblemMaps> maps = BuildMaps(p, bs, key);
-  if (!maps.ok()) return maps.status();
-  params.maps = *maps;
-  return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, *clusters, stream)),
+  GEMM_ASSIGN_OR_RETURN(params.maps, BuildMaps(p, bs, key));
+  return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, clusters, stream)),
                     "sm100 kernel launch");
 }
 
@@ -370,8 +357,7 @@ std::size_t GroupMapsBytes(std::size_t n) {
 }  // namespace
 
 absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
-  absl::StatusOr<DeviceInfo> dev = QueryDevice();
-  if (!dev.ok()) return dev.status();
+  GEMM_ASSIGN_OR_RETURN(const DeviceInfo dev, QueryDevice());
   const Problem& p = args.problem;
   // UNIMPLEMENTED lets the automatic dispatch fall back to cuBLASLt.
   if (!TmaCompatible(p)) {
@@ -388,7 +374,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
        (!needs_c || TmaStride(args.stride_c, es)));
   if (one_launch) {
     BatchStrides bs{args.batch, args.stride_a, args.stride_b, args.stride_c, args.stride_d};
-    return LaunchBatch(p, bs, stream, *dev, Scratch{opts.workspace, opts.workspace_bytes});
+    return LaunchBatch(p, bs, stream, dev, Scratch{opts.workspace, opts.workspace_bytes});
   }
   // Strides TMA cannot express (a broadcast operand with stride 0): one launch per entry, as
   // long as every entry stays 16-byte aligned.
@@ -405,7 +391,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
     e.b = static_cast<const uint16_t*>(p.b) + i * args.stride_b;
     if (p.c != nullptr) e.c = static_cast<const char*>(p.c) + i * args.stride_c * es;
     e.d = static_cast<char*>(p.d) + i * args.stride_d * es;
-    GEMM_RETURN_IF_ERROR(LaunchBatch(e, BatchStrides{}, stream, *dev));
+    GEMM_RETURN_IF_ERROR(LaunchBatch(e, BatchStrides{}, stream, dev));
   }
   return absl::OkStatus();
 }
@@ -413,8 +399,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
 absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
                          const LaunchOptions& opts) {
   if (group.empty()) return absl::OkStatus();
-  absl::StatusOr<DeviceInfo> dev = QueryDevice();
-  if (!dev.ok()) return dev.status();
+  GEMM_ASSIGN_OR_RETURN(const DeviceInfo dev, QueryDevice());
   for (const Problem& p : group) {
     if (!TmaCompatible(p) || p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX) {
       return absl::UnimplementedError(
@@ -426,7 +411,7 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
       reinterpret_cast<uintptr_t>(opts.workspace) % kGroupAlign != 0) {
     // No (usable) workspace for the descriptors: one launch per problem, still correct.
     for (const Problem& p : group)
-      GEMM_RETURN_IF_ERROR(LaunchBatch(p, BatchStrides{}, stream, *dev));
+      GEMM_RETURN_IF_ERROR(LaunchBatch(p, BatchStrides{}, stream, dev));
     return absl::OkStatus();
   }
   // The grouped launch uses the wide kernel for every problem (b_layout and d_dtype are shared).
@@ -435,9 +420,7 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   std::vector<ProblemMaps> maps(group.size());
   std::vector<ProblemShape> shapes(group.size());
   for (std::size_t i = 0; i < group.size(); ++i) {
-    absl::StatusOr<ProblemMaps> m = BuildMaps(group[i], BatchStrides{}, key);
-    if (!m.ok()) return m.status();
-    maps[i] = *m;
+    GEMM_ASSIGN_OR_RETURN(maps[i], BuildMaps(group[i], BatchStrides{}, key));
     shapes[i] = ShapeOf(group[i], false);
   }
   uint8_t* const ws = static_cast<uint8_t*>(opts.workspace);
@@ -461,9 +444,8 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   params.use_clc = clc ? 1 : 0;
   // Groups keep one M-wave (mixed shapes; the TMEM double buffer hides the many epilogues).
   const int64_t tiles = TotalTiles(key, shapes.data(), params.num_problems, false);
-  absl::StatusOr<int> clusters = NumClusters(key, *dev, tiles, clc);
-  if (!clusters.ok()) return clusters.status();
-  return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, *clusters, stream)),
+  GEMM_ASSIGN_OR_RETURN(const int clusters, NumClusters(key, dev, tiles, clc));
+  return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, clusters, stream)),
                     "sm100 grouped kernel launch");
 }
 

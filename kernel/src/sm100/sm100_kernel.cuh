@@ -1,7 +1,7 @@
 // Device code of the SM100 (GB200/B200) persistent 2-SM tcgen05 BF16 GEMM. One 2-CTA cluster
 // computes a (256 * kMWaves) x kUmmaN output tile with `tcgen05.mma.cta_group::2` (each CTA:
 // 128 * kMWaves rows of X, kUmmaN/2 rows of Y, kMWaves accumulators of 128 x kUmmaN FP32 in its
-// TMEM, one per M-wave: seed 000 level 9). Warp roles per CTA:
+// TMEM, one per M-wave). Warp roles per CTA:
 //   warp 0     TMA producer (both CTAs; completion bytes go to the leader's "full" barrier)
 //   warp 1     MMA issuer (leader CTA only; commits multicast to both CTAs' barriers)
 //   warp 2     TMEM allocator (cta_group::2: one warp in each CTA)
@@ -255,11 +255,11 @@ __global__ void __launch_bounds__(kNumThreads, 1)
                 OperandDesc<kYMn>(base + Cfg::kYOffset + st.index * Cfg::kYStageBytes);
 #pragma unroll
             for (int k = 0; k < Cfg::kBlockK / Cfg::kUmmaK; ++k) {
-              // M-waves share the Y slice (seed 000 level 9 / DeepGEMM: K outer, waves inner);
+              // M-waves share the Y slice (as DeepGEMM: K outer, waves inner);
               // wave w reads X rows w*128.. of each CTA's stage into its own TMEM columns.
 #pragma unroll
               for (int w = 0; w < kMWaves; ++w) {
-                // Accumulate except on the tile's first K slice, for every wave alike (seed 000).
+                // Accumulate except on the tile's first K slice, for every wave alike.
                 ptx::Tcgen05MmaBf16Cta2(
                     d_tmem + AccumColumn(0, w, kUmmaN, kMWaves),
                     AdvanceDesc(x_desc, WaveXOffsetBytes(w, Cfg::kWaveRows) + k * kXStep),

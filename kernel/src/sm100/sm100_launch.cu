@@ -19,7 +19,7 @@ using WideBf16 = KernelConfig<256, false, false>;
 using WideF32 = KernelConfig<256, false, true>;
 using SwapBf16 = KernelConfig<128, true, false>;
 using SwapF32 = KernelConfig<128, true, true>;
-// Two M-waves (seed 000 level 9): 512 x 256 cluster tiles, one TMEM accumulator.
+// Two M-waves: 512 x 256 cluster tiles, one TMEM accumulator.
 using Wide2Bf16 = KernelConfig<256, false, false, 2>;
 using Wide2F32 = KernelConfig<256, false, true, 2>;
 

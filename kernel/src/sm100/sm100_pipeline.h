@@ -11,7 +11,7 @@ namespace gemm::kernel::sm100 {
 // Position in a ring of kStages slots. `phase` flips every time `index` wraps to 0.
 // NOTE: an mbarrier starts in phase 0, and try_wait.parity(p) succeeds once the phase with
 // parity p has completed. A consumer waits for "full" with parity `phase`; a producer waits for
-// "empty" with parity `phase ^ 1`, which passes at once on the first lap (seed 000's parity trick).
+// "empty" with parity `phase ^ 1`, which passes at once on the first lap (no initial arrive).
 template <int kStages>
 struct PipelineState {
   static_assert(kStages >= 1, "at least one stage");

@@ -6,9 +6,5 @@ target_sources(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/sm90_gemm.cc
                                    ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bn256.cu
                                    ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bm256.cu
                                    ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bm64.cu)
-# The decode engineer's small-M kernel, when present.
-include(${CMAKE_CURRENT_LIST_DIR}/small_m.cmake OPTIONAL RESULT_VARIABLE _gemm_small_m)
-if(_gemm_small_m)
-  set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/../dispatch.cc PROPERTIES
-                              COMPILE_DEFINITIONS GEMM_HAVE_SMALL_M=1)
-endif()
+# The small-M (decode) kernel of the same family; the dispatch always routes M <= 16 to it.
+include(${CMAKE_CURRENT_LIST_DIR}/small_m.cmake)

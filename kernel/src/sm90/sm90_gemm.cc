@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "cuda_status.h"
 #include "heuristics_sm90.h"
 #include "sm90/sm90_launch.h"
@@ -60,15 +61,14 @@ thread_local bool t_whole_a_boxes = false;
 absl::Status Encode3d(CUtensorMap* map, CUtensorMapDataType type, const void* ptr, uint64_t d0,
                       uint64_t d1, uint64_t d2, uint64_t pitch1, uint64_t pitch2, uint32_t box0,
                       uint32_t box1) {
-  auto fn = EncodeFn();
-  if (!fn.ok()) return fn.status();
+  GEMM_ASSIGN_OR_RETURN(const PFN_cuTensorMapEncodeTiled_v12000 encode, EncodeFn());
   const cuuint64_t dims[3] = {d0, d1, d2};
   const cuuint64_t strides[2] = {pitch1, pitch2};
   const cuuint32_t box[3] = {box0, box1, 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
-  return CuStatus((*fn)(map, type, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, t_promotion,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+  return CuStatus(encode(map, type, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, t_promotion,
+                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                   "cuTensorMapEncodeTiled");
 }
 
@@ -431,19 +431,17 @@ std::size_t WorkspaceBytes(std::span<const Problem> group) {
 }
 
 absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
-  auto limits = Limits();
-  if (!limits.ok()) return limits.status();
+  GEMM_ASSIGN_OR_RETURN(const DeviceLimits limits, Limits());
   const Problem& p = args.problem;
   int debug_flags = 0;
-  auto cfg = ConfigFor(args, *limits, &debug_flags);
-  if (!cfg.ok()) return cfg.status();
+  GEMM_ASSIGN_OR_RETURN(const TileConfig cfg, ConfigFor(args, limits, &debug_flags));
   KernelParams<1> params{};
   params.debug_flags = debug_flags;
   GEMM_RETURN_IF_ERROR(BuildProblem(p, args.batch, args.stride_a, args.stride_b, args.stride_c,
-                                    args.stride_d, *cfg, false, &params.tma[0],
+                                    args.stride_d, cfg, false, &params.tma[0],
                                     &params.problems[0]));
-  FinishParams(*cfg, 1, std::max<int64_t>(args.batch, 1), &params);
-  GEMM_RETURN_IF_ERROR(BuildATail(p, args.batch, args.stride_a, *cfg, &params));
+  FinishParams(cfg, 1, std::max<int64_t>(args.batch, 1), &params);
+  GEMM_RETURN_IF_ERROR(BuildATail(p, args.batch, args.stride_a, cfg, &params));
   if (params.total_tiles >= kMaxTiles) {
     return absl::InvalidArgumentError(
         absl::StrCat("sm90: ", params.total_tiles, " tiles in one launch (at most 2^31 - 1)"));
@@ -454,22 +452,19 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
     ws.bytes = opts.workspace_bytes;
     ws.epoch = NextSplitEpoch();
   }
-  return CudaStatus(LaunchFor(params, *cfg, p.d_dtype, p.b_layout, limits->sm_count, stream, ws),
+  return CudaStatus(LaunchFor(params, cfg, p.d_dtype, p.b_layout, limits.sm_count, stream, ws),
                     "sm90 GEMM launch");
 }
 
 absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
                          const LaunchOptions& opts) {
-  auto limits = Limits();
-  if (!limits.ok()) return limits.status();
+  GEMM_ASSIGN_OR_RETURN(const DeviceLimits limits, Limits());
   const std::vector<Problem> sorted = LaunchOrder(group);
   for (std::size_t first = 0; first < sorted.size(); first += kMaxGroupPerLaunch) {
     const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, sorted.size() - first);
     std::span<const Problem> chunk(sorted.data() + first, count);
     int debug_flags = 0;
-    auto cfg_or = GroupConfigFor(chunk, *limits, &debug_flags);
-    if (!cfg_or.ok()) return cfg_or.status();
-    const TileConfig& cfg = *cfg_or;
+    GEMM_ASSIGN_OR_RETURN(const TileConfig cfg, GroupConfigFor(chunk, limits, &debug_flags));
     // NOTE: ~28 KB: on the heap, once per thread. A thread_local array would add 28 KB to the
     // static TLS of every thread of the process (libraries that start threads with small
     // stacks then fail to create them).
@@ -496,7 +491,7 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
       ws.epoch = NextSplitEpoch();  // per launch: a later chunk reuses the workspace
     }
     GEMM_RETURN_IF_ERROR(CudaStatus(
-        LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits->sm_count, stream, ws),
+        LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits.sm_count, stream, ws),
         "sm90 grouped GEMM launch"));
   }
   return absl::OkStatus();

@@ -17,8 +17,8 @@ constexpr int64_t CtasPerSm(int m_tile) { return m_tile <= 16 ? 1 : 2; }
 // Fewest K blocks per CTA before it pays to use fewer CTAs.
 constexpr int64_t kMinItersPerCta = 4;
 // NOTE: what the stream-K fixup kernel costs, in bytes of B streamed at ~4 TB/s: ~2 us, measured
-// on H200 (docs/kernel-log.md, thirteenth session). A tile-aligned grid that leaves SMs idle
-// loses their share of B: it is chosen only while that share stays below this.
+// on H200 (docs/kernel-design.md, "SM90: the small-M kernel"). A tile-aligned grid that leaves
+// SMs idle loses their share of B: it is chosen only while that share stays below this.
 constexpr double kFixupCostBytes = 8.0 * (1 << 20);
 
 }  // namespace
@@ -59,7 +59,7 @@ SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas
       plan.split_tiles ? static_cast<std::size_t>(plan.ctas) * 2 * p.m * plan.n_tile * sizeof(float)
                        : 0;
   if (force_ctas > 0 || clusters == nullptr || plan.m_tile != 16 || !plan.split_tiles) return plan;
-  // NOTE: measured on H200 (docs/kernel-log.md, thirteenth session): 128 CTAs in clusters of 2
+  // NOTE: measured on H200 (docs/kernel-design.md, "Cluster split-K"): 128 CTAs in clusters of 2
   // beat 132 stream-K CTAs at 16x8192x8192 (39-40 vs 41 us) but not at 1x8192x28672 with B [K,N]
   // (122 vs 117 us), where the 4 idle SMs' share of B outweighs the fixup. With B [N,K] they won
   // there too (115 vs 115.5 us at M = 1, 116 vs 119 at M = 16): the share limit is for [K,N].

@@ -10,14 +10,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "sm90/small_m_gemm.h"
 #include "sm90/small_m_kernel.cuh"
-
-#define GEMM_SMALL_M_RETURN_IF_ERROR(expr) \
-  do {                                     \
-    ::absl::Status _st = (expr);           \
-    if (!_st.ok()) return _st;             \
-  } while (0)
 
 namespace gemm::kernel::sm90 {
 namespace {
@@ -66,7 +61,7 @@ absl::Status Prepare(int device) {
   static std::atomic<uint64_t> prepared{0};
   const uint64_t bit = uint64_t{1} << (device & 63);
   if ((prepared.load(std::memory_order_acquire) & bit) != 0) return absl::OkStatus();
-  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(
+  GEMM_RETURN_IF_ERROR(CudaError(
       cudaFuncSetAttribute(small_m::SmallMKernel<kMT, kKN, OutT, kCluster>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize,
                            kCluster ? kClusterSmemBytes : small_m::Config<kMT>::kSmemBytes),
@@ -97,7 +92,7 @@ absl::Status LaunchTyped(const Params& prm, bool fixup, cudaStream_t stream, int
   using Cfg = small_m::Config<kMT>;
   if constexpr (kMT == 16) {
     if (prm.cluster_k > 1) {
-      GEMM_SMALL_M_RETURN_IF_ERROR((Prepare<kMT, kKN, OutT, true>(device)));
+      GEMM_RETURN_IF_ERROR((Prepare<kMT, kKN, OutT, true>(device)));
       cudaLaunchAttribute attr = {};
       const cudaLaunchConfig_t cfg = ClusterConfig(prm.ctas, prm.cluster_k, stream, &attr);
       return CudaError(cudaLaunchKernelEx(&cfg, small_m::SmallMKernel<kMT, kKN, OutT, true>, prm),
@@ -105,9 +100,9 @@ absl::Status LaunchTyped(const Params& prm, bool fixup, cudaStream_t stream, int
     }
   }
   auto* main_kernel = small_m::SmallMKernel<kMT, kKN, OutT>;
-  GEMM_SMALL_M_RETURN_IF_ERROR((Prepare<kMT, kKN, OutT, false>(device)));
+  GEMM_RETURN_IF_ERROR((Prepare<kMT, kKN, OutT, false>(device)));
   main_kernel<<<static_cast<unsigned>(prm.ctas), small_m::kThreads, Cfg::kSmemBytes, stream>>>(prm);
-  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "main kernel launch"));
+  GEMM_RETURN_IF_ERROR(CudaError(cudaGetLastError(), "main kernel launch"));
   if (!fixup) return absl::OkStatus();
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(prm.batch * prm.n_tiles), static_cast<unsigned>(prm.m));
@@ -138,9 +133,9 @@ absl::Status LaunchM(const Params& prm, const StridedBatch& args, bool fixup, cu
 }
 
 absl::StatusOr<int> CurrentSmCount(int* device) {
-  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(device), "cudaGetDevice"));
+  GEMM_RETURN_IF_ERROR(CudaError(cudaGetDevice(device), "cudaGetDevice"));
   int sms = 0;
-  GEMM_SMALL_M_RETURN_IF_ERROR(
+  GEMM_RETURN_IF_ERROR(
       CudaError(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, *device),
                 "cudaDeviceGetAttribute"));
   return sms;
@@ -150,9 +145,9 @@ absl::StatusOr<int> CurrentSmCount(int* device) {
 
 absl::Status SmallMGemmWithPlan(const StridedBatch& args, const SmallMPlan& plan_in,
                                 cudaStream_t stream, void* workspace, std::size_t workspace_bytes) {
-  GEMM_SMALL_M_RETURN_IF_ERROR(CheckArgs(args));
+  GEMM_RETURN_IF_ERROR(CheckArgs(args));
   int device = 0;
-  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
+  GEMM_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
   const Problem& p = args.problem;
   SmallMPlan plan = plan_in;
   if (plan.split_tiles && (workspace == nullptr || workspace_bytes < plan.workspace_bytes)) {
@@ -252,12 +247,12 @@ SmallMClusterLimits ClusterLimits(int device) {
 
 absl::StatusOr<SmallMClusterLimits> QuerySmallMClusterLimits() {
   int device = 0;
-  GEMM_SMALL_M_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
+  GEMM_RETURN_IF_ERROR(CudaError(cudaGetDevice(&device), "cudaGetDevice"));
   return ClusterLimits(device);
 }
 
 absl::Status SmallMGemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
-  GEMM_SMALL_M_RETURN_IF_ERROR(CheckArgs(args));
+  GEMM_RETURN_IF_ERROR(CheckArgs(args));
   int device = 0;
   absl::StatusOr<int> sms = CurrentSmCount(&device);
   if (!sms.ok()) return sms.status();
