@@ -121,12 +121,12 @@ ABSL_FLAG(int32_t, completion_threads_per_device, 8,
 ABSL_FLAG(bool, serial_kernels, true,
           "CUDA: run every unit's kernels on one compute stream per GPU (per priority), one after "
           "another, while their copies overlap on the other streams; else each unit's kernels "
-          "run on its own stream and may share the GPU with other units' kernels. On an H200 "
-          "(2026-11-22) it made the event-timed kernel time match the kernel alone and the "
-          "compute-bound load 10% faster.");
+          "run on its own stream and may share the GPU with other units' kernels. On an H200 it "
+          "made the event-timed kernel time match the kernel alone and the compute-bound load "
+          "10% faster.");
 ABSL_FLAG(bool, poll_completion, true,
           "CUDA: learn that a unit's GPU work finished by polling its last event on a thread per "
-          "GPU, instead of a CUDA host function enqueued after the work (on an H200, 2026-11-22: "
+          "GPU, instead of a CUDA host function enqueued after the work (on an H200: "
           "decode M=16 +20-26% without batching, +5-9% with).");
 ABSL_FLAG(int32_t, idle_units_per_device, 1,
           "CUDA, with --dispatch_when_idle: a GPU counts as idle while at most this many of its "

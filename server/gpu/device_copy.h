@@ -1,6 +1,6 @@
 // Copies between device buffers by one kernel launch: a client's GPU memory mapped through CUDA
 // IPC and a unit's allocation. The driver's copy calls (cudaMemcpyBatchAsync, cudaMemcpy2DAsync)
-// spent ~4-5 us of host time per IPC-mapped pointer (H100, CUDA 13.0, 2026-11-26): ~50 us each
+// spent ~4-5 us of host time per IPC-mapped pointer (H100, CUDA 13.0): ~50 us each
 // way for a unit of 12 requests, which the copy on the stream waited for.
 #pragma once
 

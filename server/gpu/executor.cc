@@ -634,7 +634,7 @@ void Executor::EventDone(void* unit, cudaError_t result) {
   // first answer too; the others go to the completion threads): handing it over cost ~40 us of
   // wake-up under the decode load over shared memory. Large copy-outs hold up the polling of
   // other units: one 256 KiB D per unit, copied and answered inline on the watcher, bounded
-  // decode without batching to ~8k units/s (H200, 2026-11-25; see watcher_completion_bytes).
+  // decode without batching to ~8k units/s (H200; see watcher_completion_bytes).
   if (u->owner->QuickToComplete(*u)) {
     u->owner->GpuDone(u);
     u->owner->Retire(std::unique_ptr<Unit>(u), /*drain=*/false);

@@ -75,7 +75,7 @@ class Executor {
     // at most this many of the units it took are unfinished on it: 0 waits for all of them; 1
     // releases the next batch while the last unit runs, so its copies overlap that unit's work.
     // NOTE: 1 read 8-24% faster than 0 on decode over --shm at 8, 16 and 64 callers with the
-    // default delay, and the same at 64 callers with 50 us (H200 and H100, 2026-11-25).
+    // default delay, and the same at 64 callers with 50 us (H200 and H100).
     int idle_units = 1;
     // With serial_kernels: a unit whose every copy is a device copy (operands and outputs in a
     // client's GPU memory, CUDA IPC) runs wholly on the compute stream (copy kernel in, GEMM,
@@ -88,8 +88,8 @@ class Executor {
     // say the GPU phases were not timed (core::Timing::gpu_timing_skipped). NOTE: the three
     // timing records and three cudaEventElapsedTime reads cost ~10 us of host time per unit on
     // the launch and completion path; decode at 64 callers ran 7% faster untimed and 4-5% at
-    // every 4th unit (H100, 2026-11-26).
-    int gpu_timing_every = 1;
+    // every 4th unit (H100).
+    int gpu_timing_every = 8;
   };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.

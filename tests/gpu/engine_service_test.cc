@@ -34,7 +34,7 @@ namespace gemm::gpu {
 namespace {
 
 // Starts gemm_server --backend=cuda. GEMM_SERVER_BINARY overrides the build-tree path (e.g. when
-// run from a device bundle).
+// the tests run from a copy of the binaries on another machine).
 absl::StatusOr<std::unique_ptr<gemm::testing::ServerProcess>> StartCudaServer(
     std::vector<std::string> flags = {}) {
   const char* binary = std::getenv("GEMM_SERVER_BINARY");

@@ -26,7 +26,7 @@ namespace gemm::testing {
 // rows of one weight's requests (M = 1..9, 45 rows) fill a batch, and a batch is released only
 // when full (no idle dispatch; the 2 s delay only bounds a failure). Requests that cannot coalesce
 // (an inline B, batches, groups with an inline B) are never delayed. GEMM_SERVER_BINARY overrides
-// the build-tree binary (a device bundle).
+// the build-tree binary (e.g. a copy on another machine).
 absl::StatusOr<std::unique_ptr<ServerProcess>> StartSweepServer(const std::string& backend);
 
 // A region registered with the server whose bytes this process reads and writes: host shared
