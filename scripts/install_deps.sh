@@ -6,7 +6,8 @@ pkgs=(
   build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libgtest-dev libgmock-dev prometheus-cpp-dev libopenblas-dev libgoogle-perftools-dev
-  python3-grpcio python3-grpc-tools python3-numpy yamllint
+  python3-grpcio python3-grpc-tools python3-numpy python3-venv python3-setuptools python3-wheel
+  python3-pip universal-ctags yamllint
 )
 missing=()
 for p in "${pkgs[@]}"; do
