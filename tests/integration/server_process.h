@@ -27,6 +27,8 @@ class ServerProcess {
   // "127.0.0.1:<port>".
   std::string target() const;
   int port() const { return port_; }
+  // The server's process id (-1 once Stop() has reaped it).
+  pid_t pid() const { return pid_; }
   // A client connected to this server.
   client::GemmClient& client() { return *client_; }
   // Sends `signal` and waits up to `timeout` for exit; returns the exit code (-1 on timeout,
