@@ -1,6 +1,7 @@
 // .npy reader/writer.
 #include "common/npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -36,22 +37,29 @@ absl::StatusOr<std::string> HeaderValue(const std::string& header, const std::st
 }  // namespace
 
 absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  // NOTE: every length the file declares is checked against its real size before anything is
+  // allocated, so a short file cannot ask for gigabytes.
+  const int64_t file_bytes = static_cast<int64_t>(in.tellg());
+  in.seekg(0);
   char magic[8];
   in.read(magic, 8);
   if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a .npy file"));
   }
-  uint32_t header_len = 0;
-  if (magic[6] == 1) {
-    unsigned char b[2];
-    in.read(reinterpret_cast<char*>(b), 2);
-    header_len = b[0] | (b[1] << 8);
-  } else {
-    unsigned char b[4];
-    in.read(reinterpret_cast<char*>(b), 4);
-    header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
+  const int version = static_cast<unsigned char>(magic[6]);
+  if (version < 1 || version > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": .npy format version ", version, " not supported (1 to 3)"));
+  }
+  const int length_bytes = version == 1 ? 2 : 4;
+  unsigned char b[4] = {0, 0, 0, 0};
+  in.read(reinterpret_cast<char*>(b), length_bytes);
+  const int64_t header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<int64_t>(b[3]) << 24);
+  const int64_t data_offset = 8 + length_bytes + header_len;
+  if (!in || data_offset > file_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": truncated header"));
   }
   std::string header(header_len, '\0');
   in.read(header.data(), header_len);
@@ -74,13 +82,24 @@ absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
         absl::StrCat(path, ": dtype ", *descr, " not supported (float32/float64 only)"));
   NpyArray arr;
   std::string dims(absl::StripSuffix(absl::StripPrefix(*shape_text, "("), ")"));
-  int64_t count = 1;
   for (absl::string_view part : absl::StrSplit(dims, ',', absl::SkipWhitespace())) {
     int64_t d;
     if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &d) || d < 0) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": bad shape ", *shape_text));
     }
     arr.shape.push_back(d);
+  }
+  // The data bytes the file holds bound the element count, so the product cannot overflow.
+  const int64_t data_bytes = file_bytes - data_offset;
+  const bool empty = std::find(arr.shape.begin(), arr.shape.end(), 0) != arr.shape.end();
+  int64_t count = empty ? 0 : 1;
+  for (int64_t d : arr.shape) {
+    if (empty) break;
+    if (count > data_bytes / elem / d) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": shape ", *shape_text,
+                                                     " needs more than the ", data_bytes,
+                                                     " data bytes the file has"));
+    }
     count *= d;
   }
   arr.data.resize(count);
@@ -101,15 +120,18 @@ absl::Status WriteNpy(const std::string& path, const std::vector<int64_t>& shape
   if (shape.size() == 1) dims += ",";
   std::string header =
       absl::StrCat("{'descr': '<f4', 'fortran_order': False, 'shape': (", dims, "), }");
-  const size_t unpadded = 10 + header.size() + 1;
+  // Version 1.0 has a 2-byte header length; a longer header (many dimensions) needs 2.0's 4.
+  const int length_bytes = 10 + header.size() + 1 + 63 <= 0xffff ? 2 : 4;
+  const size_t unpadded = 8 + length_bytes + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');
   std::ofstream out(path, std::ios::binary);
   if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  out.write("\x93NUMPY\x01\x00", 8);
-  const uint16_t len = static_cast<uint16_t>(header.size());
-  const char lb[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-  out.write(lb, 2);
+  out.write(length_bytes == 2 ? "\x93NUMPY\x01\x00" : "\x93NUMPY\x02\x00", 8);
+  const uint32_t len = static_cast<uint32_t>(header.size());
+  const char lb[4] = {static_cast<char>(len & 0xff), static_cast<char>((len >> 8) & 0xff),
+                      static_cast<char>((len >> 16) & 0xff), static_cast<char>(len >> 24)};
+  out.write(lb, length_bytes);
   out.write(header.data(), header.size());
   out.write(reinterpret_cast<const char*>(data.data()), data.size() * 4);
   if (!out) return absl::InternalError(absl::StrCat("write failed: ", path));

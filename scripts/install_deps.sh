@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages gemm-service builds and tests with. Does nothing when they are
 # already installed. CUDA is optional: when /usr/local/cuda/bin/nvcc exists the GPU code is built too.
+# clang 14 with its runtimes (libFuzzer, sanitizers) and llvm-symbolizer build and run the fuzz
+# targets (scripts/fuzz.sh); GCC's sanitizer runtimes come with build-essential.
 set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
@@ -8,6 +10,7 @@ pkgs=(
   libabsl-dev libgtest-dev libgmock-dev prometheus-cpp-dev libopenblas-dev libgoogle-perftools-dev
   python3-grpcio python3-grpc-tools python3-numpy python3-venv python3-setuptools python3-wheel
   python3-pip universal-ctags yamllint
+  clang-14 libclang-rt-14-dev llvm-14
 )
 missing=()
 for p in "${pkgs[@]}"; do
