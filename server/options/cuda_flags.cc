@@ -1,7 +1,10 @@
-// CUDA backend tuning flags (see server/gpu/cuda_backend.h), listed by --helpfull only.
+// CUDA backend tuning flags (see server/gpu/cuda_backend.h), listed by --helpfull only. They are
+// defined in every build, so one command line (and the container's entrypoint) serves a build
+// with or without CUDA; a build without it ignores them.
 #include <cstdint>
 
 #include "absl/flags/flag.h"
+#include "server/gpu/cuda_backend.h"
 #include "server/options/flag_groups.h"
 
 namespace {
@@ -74,6 +77,7 @@ ABSL_FLAG(int32_t, gpu_timing_every, kCuda.gpu_timing_every,
 ABSL_FLAG(bool, self_test, kCuda.self_test,
           "CUDA: self-test each GPU's kernel against cuBLASLt at start-up.");
 
+#ifdef GEMM_HAVE_CUDA_BACKEND
 namespace gemm::server {
 
 void ApplyCudaFlags(ServerOptions& options) {
@@ -101,3 +105,4 @@ void ApplyCudaFlags(ServerOptions& options) {
 }
 
 }  // namespace gemm::server
+#endif  // GEMM_HAVE_CUDA_BACKEND

@@ -14,7 +14,7 @@ void ApplyBatchingFlags(ServerOptions& options);
 // Transport and allocator tuning (tuning_flags.cc).
 void ApplyTuningFlags(ServerOptions& options);
 #ifdef GEMM_HAVE_CUDA_BACKEND
-// CUDA backend tuning (cuda_flags.cc).
+// CUDA backend tuning (cuda_flags.cc; defined in every build, read only in a CUDA build).
 void ApplyCudaFlags(ServerOptions& options);
 #endif
 

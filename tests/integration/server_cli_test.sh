@@ -33,7 +33,7 @@ for flag in host port metrics_port backend drain_timeout_s max_connection_age_s 
     max_queue_delay_us max_batch_rows queue_capacity batching dispatch_when_idle; do
   grep -q -- "--$flag " "$work/help" || { echo "--help lacks --$flag" >&2; exit 1; }
 done
-# Tuning flags (transport, allocator, and in a CUDA build the CUDA knobs) are not in --help.
+# Tuning flags (transport, allocator, CUDA) are not in --help.
 for flag in grpc_arg reuse_large_buffers staging_bytes gpu_timing_every self_test \
     serial_kernels; do
   refute grep -q -- "--$flag " "$work/help"
@@ -44,10 +44,10 @@ refute grep -q "Flags from absl/" "$work/help"
 grep -q -- "--grpc_arg " "$work/helpfull"
 grep -q -- "--reuse_large_buffers " "$work/helpfull"
 grep -q -- "--port " "$work/helpfull"
-if grep -q "Flags from server/options/cuda_flags.cc:" "$work/helpfull"; then
-  grep -q -- "--staging_bytes " "$work/helpfull"
-  grep -q -- "--gpu_timing_every " "$work/helpfull"
-fi
+# The CUDA flags exist in every build (a build without CUDA ignores them).
+grep -q "Flags from server/options/cuda_flags.cc:" "$work/helpfull"
+grep -q -- "--staging_bytes " "$work/helpfull"
+grep -q -- "--gpu_timing_every " "$work/helpfull"
 refute grep -E "Flags from (/|\.\./)" "$work/helpfull"
 refute grep -qF -- "$source_dir/" "$work/helpfull"
 
