@@ -20,6 +20,9 @@ gtest_discover_tests(integration_test DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT
 add_test(NAME cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/cli_test.sh $<TARGET_FILE:gemm_server>
                                $<TARGET_FILE:gemm_client>)
 set_tests_properties(cli_test PROPERTIES TIMEOUT 120)
+add_test(NAME server_cli_test COMMAND ${CMAKE_CURRENT_LIST_DIR}/server_cli_test.sh
+                                      $<TARGET_FILE:gemm_server> ${PROJECT_SOURCE_DIR})
+set_tests_properties(server_cli_test PROPERTIES TIMEOUT 60)
 
 # The tiny-output sweep over every request path, shared with the CUDA backend's test (tests/gpu).
 add_library(gemm_test_output_sweep STATIC ${CMAKE_CURRENT_LIST_DIR}/output_size_sweep.cc

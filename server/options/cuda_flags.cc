@@ -1,0 +1,108 @@
+// CUDA backend tuning flags (see server/gpu/cuda_backend.h), listed by --helpfull only. They are
+// defined in every build, so one command line (and the container's entrypoint) serves a build
+// with or without CUDA; a build without it ignores them.
+#include <cstdint>
+
+#include "absl/flags/flag.h"
+#include "server/gpu/cuda_backend.h"
+#include "server/options/flag_groups.h"
+
+namespace {
+
+const gemm::gpu::CudaBackendOptions kCuda;
+
+}  // namespace
+
+ABSL_FLAG(int64_t, pool_cap_bytes, kCuda.pool_cap_bytes,
+          "CUDA: device pool cap per GPU (bytes; 0: 90% of the memory free at start).");
+ABSL_FLAG(int64_t, staging_bytes, kCuda.staging_bytes,
+          "CUDA: pinned host staging in all, shared by the GPUs (bytes).");
+ABSL_FLAG(int64_t, staging_slab_bytes, kCuda.staging_slab_bytes,
+          "CUDA: one pinned staging slab (bytes; clamped to --staging_bytes); the most staging one "
+          "request or coalesced batch takes. A larger request is copied from pageable memory.");
+ABSL_FLAG(int32_t, host_copy_threads, kCuda.host_copy_threads,
+          "CUDA: threads that copy request bytes into staging and results out of it, shared by "
+          "the GPUs; 0 copies on each GPU's own executor threads.");
+ABSL_FLAG(int64_t, host_copy_chunk_bytes, kCuda.host_copy_chunk_bytes,
+          "CUDA: the smallest piece (bytes) a host copy (request bytes into staging, results out "
+          "of it) is cut into for the host copy threads; a copy under two pieces runs on the "
+          "calling thread alone.");
+ABSL_FLAG(int32_t, streams_per_device, kCuda.streams_per_device, "CUDA: streams per GPU.");
+ABSL_FLAG(int32_t, launch_threads_per_device, kCuda.launch_threads_per_device,
+          "CUDA: threads per GPU that pull batches and enqueue their GPU work.");
+ABSL_FLAG(int32_t, completion_threads_per_device, kCuda.completion_threads_per_device,
+          "CUDA: threads per GPU that complete finished work and answer the requests.");
+ABSL_FLAG(bool, batched_copies, kCuda.batched_copies,
+          "CUDA: submit a unit's contiguous copies to and from pinned host memory with one "
+          "cudaMemcpyBatchAsync call each way instead of one call per copy.");
+ABSL_FLAG(bool, merge_copies, kCuda.merge_copies,
+          "CUDA: copy a coalesced unit's stacked rows to and from staging as one copy each way "
+          "wherever they lie back to back on both sides, instead of one copy per request.");
+ABSL_FLAG(bool, serial_kernels, kCuda.serial_kernels,
+          "CUDA: run every unit's kernels on one compute stream per GPU (per priority), one after "
+          "another, while their copies overlap on the other streams; else each unit's kernels "
+          "run on its own stream and may share the GPU with other units' kernels.");
+ABSL_FLAG(bool, poll_completion, kCuda.poll_completion,
+          "CUDA: learn that a unit's GPU work finished by polling its last event on a thread per "
+          "GPU, instead of a CUDA host function enqueued after the work.");
+ABSL_FLAG(int32_t, idle_units_per_device, kCuda.idle_units_per_device,
+          "CUDA, with --dispatch_when_idle: a GPU counts as idle while at most this many of its "
+          "units are unfinished on it (0: none; 1: the next batch's copies overlap the last "
+          "unit's kernel).");
+ABSL_FLAG(bool, device_units_on_compute_stream, kCuda.device_units_on_compute_stream,
+          "CUDA, with --serial_kernels: a unit whose operands and outputs all live in a client's "
+          "GPU memory (CUDA IPC regions) runs wholly on the compute stream: copy kernel in, "
+          "GEMM, copy kernel out, with no cross-stream events.");
+ABSL_FLAG(int64_t, watcher_completion_bytes, kCuda.watcher_completion_bytes,
+          "CUDA, with --poll_completion: a finished unit whose results copy at most this many "
+          "bytes out of staging into the responses is completed, and its first request "
+          "answered, on the polling thread itself (saves a hand-off); larger ones go to the "
+          "completion threads so the polling goes on. -1: always the completion threads.");
+ABSL_FLAG(int32_t, max_units_in_flight_per_device, kCuda.max_units_in_flight_per_device,
+          "CUDA: a GPU pulls more work from the queue only while fewer units (kernel-call groups: "
+          "a coalesced batch or a request) than this are in flight on it; 0: no bound.");
+ABSL_FLAG(double, max_work_in_flight_ms_per_device, kCuda.max_work_in_flight_ms_per_device,
+          "CUDA: a GPU pulls more work from the queue only while the work in flight on it, "
+          "estimated from FLOPs and bytes at the GPU's peak rates, is under this many "
+          "milliseconds or fewer than two units are in flight (one launch thread pulling at a "
+          "time); 0: no bound. Keeps large requests in the shared queue for whichever GPU frees "
+          "up first, and small ones there long enough to batch.");
+ABSL_FLAG(bool, replicate_resident, kCuda.replicate_resident,
+          "CUDA: place resident matrices on every GPU (else on the least-loaded one).");
+ABSL_FLAG(int32_t, gpu_timing_every, kCuda.gpu_timing_every,
+          "CUDA: time the GPU phases (copy-in, compute, copy-out: CUDA events) of every n-th unit "
+          "per GPU; 1 times every unit. The others' answers carry host times only and set "
+          "Timing.gpu_timing_skipped; the Prometheus copy-in, compute and copy-out histograms "
+          "observe the timed ones. Timing a unit costs about 10 us of host time.");
+ABSL_FLAG(bool, self_test, kCuda.self_test,
+          "CUDA: self-test each GPU's kernel against cuBLASLt at start-up.");
+
+#ifdef GEMM_HAVE_CUDA_BACKEND
+namespace gemm::server {
+
+void ApplyCudaFlags(ServerOptions& options) {
+  gpu::CudaBackendOptions& c = options.cuda;
+  c.pool_cap_bytes = absl::GetFlag(FLAGS_pool_cap_bytes);
+  c.staging_bytes = absl::GetFlag(FLAGS_staging_bytes);
+  c.staging_slab_bytes = absl::GetFlag(FLAGS_staging_slab_bytes);
+  c.host_copy_threads = absl::GetFlag(FLAGS_host_copy_threads);
+  c.host_copy_chunk_bytes = absl::GetFlag(FLAGS_host_copy_chunk_bytes);
+  c.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);
+  c.launch_threads_per_device = absl::GetFlag(FLAGS_launch_threads_per_device);
+  c.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);
+  c.batched_copies = absl::GetFlag(FLAGS_batched_copies);
+  c.merge_copies = absl::GetFlag(FLAGS_merge_copies);
+  c.serial_kernels = absl::GetFlag(FLAGS_serial_kernels);
+  c.poll_completion = absl::GetFlag(FLAGS_poll_completion);
+  c.idle_units_per_device = absl::GetFlag(FLAGS_idle_units_per_device);
+  c.device_units_on_compute_stream = absl::GetFlag(FLAGS_device_units_on_compute_stream);
+  c.watcher_completion_bytes = absl::GetFlag(FLAGS_watcher_completion_bytes);
+  c.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);
+  c.max_work_in_flight_ms_per_device = absl::GetFlag(FLAGS_max_work_in_flight_ms_per_device);
+  c.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
+  c.gpu_timing_every = absl::GetFlag(FLAGS_gpu_timing_every);
+  c.self_test = absl::GetFlag(FLAGS_self_test);
+}
+
+}  // namespace gemm::server
+#endif  // GEMM_HAVE_CUDA_BACKEND

@@ -1,0 +1,63 @@
+// The server's options, one struct per layer (process, engine, service, backends), and the one
+// function that builds them from the command-line flags (defined in this folder, by group).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/core/engine.h"
+#include "server/cpu/cpu_backend.h"
+#include "server/grpc/service_state.h"
+#ifdef GEMM_HAVE_CUDA_BACKEND
+#include "server/gpu/cuda_backend.h"
+#endif
+
+namespace gemm::server {
+
+// What the process itself does: where it listens, which backend it picks, how it drains.
+struct ProcessOptions {
+  // Address the gRPC server listens on. Default "0.0.0.0".
+  std::string host = "0.0.0.0";
+  // gRPC port. Default 50051.
+  int port = 50051;
+  // Prometheus /metrics HTTP port; 0 disables it. Default 9464.
+  int metrics_port = 9464;
+  // "auto" (CUDA when a GPU is present), "cpu" or "cuda". Default "auto".
+  std::string backend = "auto";
+  // On SIGTERM/SIGINT, how long in-flight RPCs get to finish. Default 30 s.
+  absl::Duration drain_timeout = absl::Seconds(30);
+  // Client connections are closed after this long (zero: never). Default zero.
+  absl::Duration max_connection_age = absl::ZeroDuration();
+  // Extra gRPC server arguments, "name=value" each, parsed when the server is built.
+  std::vector<std::string> grpc_args;
+  // Share the port with other processes that ask for it too (SO_REUSEPORT). Default false.
+  bool reuse_port = false;
+  // Client connections held at once; 0 (default): what the open-file limit leaves.
+  int64_t max_connections = 0;
+  // Keep freed large buffers in the heap instead of unmapping them (glibc malloc only).
+  // Default true.
+  bool reuse_large_buffers = true;
+};
+
+// Everything gemm_server is configured with.
+struct ServerOptions {
+  ProcessOptions process;
+  core::GemmEngine::Options engine;
+  service::ServiceOptions service;
+  cpu::CpuBackendOptions cpu;
+#ifdef GEMM_HAVE_CUDA_BACKEND
+  gpu::CudaBackendOptions cuda;
+#endif
+};
+
+// The options the parsed command-line flags ask for (call after gemm::ParseCommandLine).
+ServerOptions ServerOptionsFromFlags();
+
+// Whether --help lists the flags defined in `path` (a source path relative to the tree): the
+// serving, limits and batching groups; the tuning flags are under --helpfull.
+bool IsUserFlagFile(absl::string_view path);
+
+}  // namespace gemm::server
