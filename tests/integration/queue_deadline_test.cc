@@ -23,7 +23,7 @@ TEST(QueueDeadlineTest, StreamRequestExpiresOnTimeBehindALongJob) {
   auto stream = (*server)->client().stub()->GemmStream(&context);
 
   // One large GEMM that holds the only worker well past the timeout of the request after it.
-  const HostProblem big = RandomProblem(3072, 3072, 3072, false, false, 1, 0, gen);
+  const HostProblem big = RandomProblem(4096, 4096, 4096, false, false, 1, 0, gen);
   v1::GemmRequest long_request;
   long_request.set_request_id("long");
   FillProto(big, long_request.mutable_problem());
