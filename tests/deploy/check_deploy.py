@@ -2,7 +2,7 @@
 """Checks the container image recipe and the Kubernetes manifests against the server itself.
 
 What it checks (every number is compared with the defaults that `gemm_server --helpfull` prints,
-so a port or timeout changed in server/main.cc cannot silently drift from the deployment):
+so a port or timeout changed in server/options/ cannot silently drift from the deployment):
   * every overlay under deploy/overlays renders with `kubectl kustomize`;
   * the rendered workload: container ports, native gRPC startup/readiness/liveness probes on the
     health service (service name read from the .proto), GPU limits, CPU/memory requests, node
