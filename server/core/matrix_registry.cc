@@ -6,6 +6,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/core/checked_math.h"
 
 namespace gemm::core {
 
@@ -35,6 +36,7 @@ absl::Status MatrixRegistration::Append(int64_t offset, absl::string_view data) 
 }
 
 absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistration::Finish() {
+  if (finished_) return absl::FailedPreconditionError("upload already finished");
   const int64_t total = desc_.rows * desc_.cols * 2;
   if (received_ != total) {
     return absl::InvalidArgumentError(
@@ -62,10 +64,16 @@ absl::StatusOr<std::unique_ptr<MatrixRegistration>> MatrixRegistry::Begin(Reside
           absl::StrCat("header.", name, ": ", v, " exceeds the limit ", max_dim, " (--max_dim)"));
     }
   }
-  const int64_t bytes = desc.rows * desc.cols * 2;
+  const std::optional<int64_t> product = CheckedProduct(desc.rows, desc.cols, int64_t{2});
+  if (!product.has_value()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("header: a ", desc.rows, "x", desc.cols,
+                     " BF16 matrix does not fit in 64-bit byte counts (--max_resident_bytes)"));
+  }
+  const int64_t bytes = *product;
   {
     absl::MutexLock lock(&mu_);
-    if (bytes_ + bytes > max_bytes_) {
+    if (bytes > max_bytes_ - bytes_) {
       return absl::ResourceExhaustedError(
           absl::StrCat("matrix of ", bytes, " bytes does not fit: ", bytes_, " of ", max_bytes_,
                        " resident bytes in use (--max_resident_bytes)"));

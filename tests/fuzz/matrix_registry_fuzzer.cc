@@ -109,7 +109,10 @@ class Script {
     if (u == nullptr) return;
     const int64_t offset = next ? u->received : given;
     std::string chunk(length, '\0');
-    for (uint16_t i = 0; i < length; ++i) chunk[i] = ChunkByte(offset + i);
+    // The offset is fuzzed: the pattern index wraps instead of overflowing.
+    for (uint16_t i = 0; i < length; ++i) {
+      chunk[i] = ChunkByte(static_cast<int64_t>(static_cast<uint64_t>(offset) + i));
+    }
     const bool ok = !u->finished && offset == u->received && Int{offset} + length <= u->total;
     const absl::Status s = u->registration->Append(offset, chunk);
     FUZZ_CHECK(s.ok() == ok, absl::StrCat("Append(", offset, ", ", length, ") after ", u->received,

@@ -92,7 +92,16 @@ core::Limits RequestWorld::ReadLimits(FuzzInput& in) {
     default:
       break;
   }
-  return limits;
+  // The server only runs with limits ResolveLimits() accepts (it refuses the rest at start-up).
+  std::vector<std::string> notes;
+  absl::StatusOr<core::Limits> resolved = core::ResolveLimits(
+      limits, core::UsableMemory{.bytes = int64_t{16} << 30, .source = "fuzz"}, false, &notes);
+  return resolved.ok() ? *resolved
+                       : core::ResolveLimits(core::Limits{},
+                                             core::UsableMemory{.bytes = int64_t{16} << 30,
+                                                                .source = "fuzz"},
+                                             false, &notes)
+                             .value();
 }
 
 absl::StatusOr<core::GemmRequest> RequestWorld::Admit(v1::GemmRequest& proto,
@@ -103,9 +112,9 @@ absl::StatusOr<core::GemmRequest> RequestWorld::Admit(v1::GemmRequest& proto,
     for (v1::Problem& p : *proto.mutable_group()->mutable_problems()) SwapHandle(handles_, &p);
   }
   const absl::Time arrival = absl::FromUnixSeconds(1'000'000'000);
-  auto request = service::FromProto(proto, arrival, absl::InfiniteFuture(), regions_);
+  auto request = service::FromProto(proto, arrival, absl::InfiniteFuture(), limits, regions_);
   absl::Status status = request.status();
-  if (request.ok()) status = core::ValidateRequest(limits, matrices_, &*request);
+  if (request.ok()) status = core::ValidateRequest(limits, matrices_, &*request).status();
   if (!status.ok()) {
     const auto code = status.code();
     FUZZ_CHECK(code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound ||

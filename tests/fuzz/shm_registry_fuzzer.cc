@@ -14,6 +14,8 @@
 // taken name is refused; Resolve gives exactly a range inside its region, mapped to the object's
 // bytes, and it stays readable after its region is unregistered; bytes() always equals the sum
 // of the registered sizes.
+#include <unistd.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -39,6 +41,7 @@ FuzzShmObjects& Objects() {
 struct Model {
   int object = -1;  // index into Objects()
   int64_t offset = 0, bytes = 0;
+  int64_t charged = 0;  // what the byte cap counts: the whole pages the mapping covers
 };
 
 class Script {
@@ -64,7 +67,7 @@ class Script {
           break;
       }
       Int sum = 0;
-      for (const auto& [name, m] : model_) sum += m.bytes;
+      for (const auto& [name, m] : model_) sum += m.charged;
       FUZZ_CHECK(registry_.bytes() == sum, absl::StrCat("bytes() is ", registry_.bytes()));
     }
     // Regions resolved before their unregistration stay mapped until dropped.
@@ -114,12 +117,14 @@ class Script {
     FUZZ_CHECK(!name.empty() && !model_.contains(name), what + ": a bad or taken name");
     FUZZ_CHECK(offset >= 0 && size >= 1 && Int{offset} + size <= Objects().size(object),
                what + ": outside the object");
-    Int sum = size;
-    for (const auto& [n, m] : model_) sum += m.bytes;
+    const int64_t page = sysconf(_SC_PAGESIZE);
+    const int64_t charged = (offset % page + size + page - 1) / page * page;
+    Int sum = charged;
+    for (const auto& [n, m] : model_) sum += m.charged;
     FUZZ_CHECK(sum <= max_bytes_, what + ": over the cap");
     FUZZ_CHECK((*region)->desc().byte_size == size, what + ": size differs");
     CheckBytes((*region)->data(), static_cast<size_t>(size), offset);
-    model_[name] = {object, offset, size};
+    model_[name] = {object, offset, size, charged};
   }
 
   void Unregister() {
@@ -150,7 +155,7 @@ class Script {
   FuzzBackend backend_;
   core::SharedMemoryRegistry registry_;
   std::map<std::string, Model> model_;
-  std::vector<std::shared_ptr<const void>> keep_;
+  std::vector<std::shared_ptr<const core::SharedMemoryRegion>> keep_;
   std::vector<std::pair<absl::Span<char>, int64_t>> resolved_;  // with its object offset
 };
 

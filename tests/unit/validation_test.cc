@@ -125,6 +125,16 @@ TEST_F(ValidationTest, ResidentMatrixMustLiveOnTheGpuOfOperandsInGpuMemory) {
   ExpectError(Check(r), absl::StatusCode::kFailedPrecondition, "does not live on GPU 1");
 }
 
+// A declared size whose byte count does not fit 64 bits is refused, not wrapped (the registry
+// is also used with limits no flag would allow, e.g. by the fuzzers).
+TEST_F(ValidationTest, RegistrySizeThatOverflowsIsRefused) {
+  constexpr int64_t kHuge = int64_t{5497558138880};  // 5 * 2^40: rows * cols * 2 wraps
+  auto reg = registry_.Begin({.rows = kHuge, .cols = kHuge}, kHuge);
+  ASSERT_FALSE(reg.ok());
+  EXPECT_EQ(reg.status().code(), absl::StatusCode::kResourceExhausted) << reg.status();
+  EXPECT_EQ(registry_.resident_bytes(), 0);
+}
+
 TEST_F(ValidationTest, RegistryCapAndAbandonedUploadsReturnBytes) {
   {
     auto reg = registry_.Begin({.rows = 512, .cols = 512}, 1000);  // 512 KiB of 1 MiB
