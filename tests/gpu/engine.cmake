@@ -9,15 +9,13 @@ if(TARGET gemm_gpu_backend)
   gtest_discover_tests(engine_gpu_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT 600)
 
-  if(EXISTS ${PROJECT_SOURCE_DIR}/tests/integration/server_process.h)
-    # gemm_test_server_process is defined by tests/integration/integration.cmake.
-    add_executable(engine_gpu_service_tests
-      ${CMAKE_CURRENT_LIST_DIR}/engine_service_test.cc
-      ${PROJECT_SOURCE_DIR}/tests/integration/test_util.cc)
-    target_link_libraries(engine_gpu_service_tests PRIVATE gemm_test_server_process
-                          gemm_gpu_backend gemm_common absl::random_random absl::synchronization
-                          CUDA::cudart GTest::gtest_main)
-    gtest_discover_tests(engine_gpu_service_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-                         PROPERTIES TIMEOUT 600)
-  endif()
+  # gemm_test_server_process is defined by tests/integration/integration.cmake.
+  add_executable(engine_gpu_service_tests
+    ${CMAKE_CURRENT_LIST_DIR}/engine_service_test.cc
+    ${PROJECT_SOURCE_DIR}/tests/integration/test_util.cc)
+  target_link_libraries(engine_gpu_service_tests PRIVATE gemm_test_server_process
+                        gemm_gpu_backend gemm_common absl::random_random absl::synchronization
+                        CUDA::cudart GTest::gtest_main)
+  gtest_discover_tests(engine_gpu_service_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+                       PROPERTIES TIMEOUT 600)
 endif()
