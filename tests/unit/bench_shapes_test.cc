@@ -2,6 +2,8 @@
 // in bench/shapes/, so that a malformed set fails here rather than on the GPU machine.
 #include "bench_shapes.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -11,8 +13,11 @@
 namespace gemm::bench {
 namespace {
 
+// Writes `text` to a file of this process's own (ctest runs the tests of this binary side by
+// side) and returns its path.
 std::string WriteTemp(const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/shapes_test.txt";
+  const std::string path =
+      ::testing::TempDir() + "/shapes_test-" + std::to_string(getpid()) + ".txt";
   std::ofstream(path) << text;
   return path;
 }

@@ -4,6 +4,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
 
 #include "absl/random/random.h"
 #include "common/npy.h"
@@ -13,13 +16,14 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Writes a float32 .npy of `shape` (values 0, 1, 2, ...) and returns its path.
+// Writes a float32 .npy of `shape` (values 0, 1, 2, ...) and returns its path: a name of this
+// process's own (ctest runs each test of this binary as a process of its own, side by side).
 std::string WriteFile(const std::string& name, const std::vector<int64_t>& shape) {
   int64_t count = 1;
   for (int64_t d : shape) count *= d;
   std::vector<float> data(count);
   for (int64_t i = 0; i < count; ++i) data[i] = static_cast<float>(i % 7);
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "-" + name;
   EXPECT_TRUE(WriteNpy(path, shape, data).ok());
   return path;
 }

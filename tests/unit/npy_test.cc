@@ -3,6 +3,7 @@
 #include "common/npy.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -40,7 +41,8 @@ std::string NpyBytes(const std::string& header, const std::string& data, int ver
 }
 
 absl::Status ReadBytes(const std::string& name, const std::string& bytes) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  // This process's own name: ctest runs the tests of this binary side by side.
+  const std::string path = ::testing::TempDir() + "/" + std::to_string(getpid()) + "-" + name;
   std::ofstream(path, std::ios::binary) << bytes;
   return ReadNpy(path).status();
 }
