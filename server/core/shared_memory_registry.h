@@ -28,9 +28,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "common/posix_shm.h"
-#include "server/core/limits.h"
 #include "server/core/backend.h"
 #include "server/core/device_mappings.h"
+#include "server/core/limits.h"
 #include "server/core/types.h"
 
 namespace gemm::core {

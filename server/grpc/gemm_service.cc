@@ -58,7 +58,7 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
   if (s.ok()) s = state_.Admit();
   absl::StatusOr<core::GemmRequest> domain =
       s.ok() ? FromProto(*request, arrival, RpcDeadline(*context), engine().limits(),
-                       engine().shared_memory())
+                         engine().shared_memory())
              : absl::StatusOr<core::GemmRequest>(s);
   if (!domain.ok()) {
     state_.Observe("Gemm", domain.status().code(), nullptr);

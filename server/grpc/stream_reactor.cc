@@ -186,9 +186,8 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
                                            int64_t* bytes) {
     const absl::Time arrival = absl::Now();
     std::string id = request->request_id();
-    auto domain =
-        FromProto(*request, arrival, RpcDeadline(*context_), state_->engine().limits(),
-                  state_->engine().shared_memory());
+    auto domain = FromProto(*request, arrival, RpcDeadline(*context_), state_->engine().limits(),
+                            state_->engine().shared_memory());
     if (!domain.ok()) {
       Complete(id, domain.status(), 0);
       return nullptr;

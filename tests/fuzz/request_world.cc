@@ -96,12 +96,12 @@ core::Limits RequestWorld::ReadLimits(FuzzInput& in) {
   std::vector<std::string> notes;
   absl::StatusOr<core::Limits> resolved = core::ResolveLimits(
       limits, core::UsableMemory{.bytes = int64_t{16} << 30, .source = "fuzz"}, false, &notes);
-  return resolved.ok() ? *resolved
-                       : core::ResolveLimits(core::Limits{},
-                                             core::UsableMemory{.bytes = int64_t{16} << 30,
-                                                                .source = "fuzz"},
-                                             false, &notes)
-                             .value();
+  return resolved.ok()
+             ? *resolved
+             : core::ResolveLimits(core::Limits{},
+                                   core::UsableMemory{.bytes = int64_t{16} << 30, .source = "fuzz"},
+                                   false, &notes)
+                   .value();
 }
 
 absl::StatusOr<core::GemmRequest> RequestWorld::Admit(v1::GemmRequest& proto,

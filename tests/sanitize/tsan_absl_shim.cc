@@ -36,7 +36,9 @@ F Real(const char* rest) {
 using Cond = const absl::Condition&;
 
 struct DisableDeadlockDetection {
-  DisableDeadlockDetection() { absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore); }
+  DisableDeadlockDetection() {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  }
 } disable_deadlock_detection;
 
 }  // namespace
@@ -89,8 +91,7 @@ void Mutex::LockWhen(Cond c) {
 }
 
 void Mutex::ReaderLockWhen(Cond c) {
-  static const auto real =
-      Real<void (*)(Mutex*, Cond)>("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
+  static const auto real = Real<void (*)(Mutex*, Cond)>("5Mutex14ReaderLockWhenERKNS0_9ConditionE");
   real(this, c);
   __tsan_acquire(this);
 }
