@@ -36,8 +36,7 @@ absl::StatusOr<std::unique_ptr<GemmClient>> GemmClient::Create(const Options& op
       }
     }
     args.SetInt("gemm_channel_index", i);  // distinct args: distinct subchannels/connections
-    channels.push_back(
-        grpc::CreateCustomChannel(options.target, *credentials, args));
+    channels.push_back(grpc::CreateCustomChannel(options.target, *credentials, args));
   }
   return std::unique_ptr<GemmClient>(new GemmClient(options.target, std::move(channels)));
 }

@@ -1,6 +1,6 @@
 // gemm_server: flags -> ServerOptions, backend selection, engine + gRPC service wiring, TLS and
-// caller authentication, health and reflection, Prometheus metrics, the listener's guards (taken port, open-file limit, connection
-// cap), graceful drain on SIGTERM/SIGINT.
+// caller authentication, health and reflection, Prometheus metrics, the listener's guards (taken
+// port, open-file limit, connection cap), graceful drain on SIGTERM/SIGINT.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server.h>

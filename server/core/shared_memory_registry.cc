@@ -109,7 +109,7 @@ SharedMemoryRegistry::SharedMemoryRegistry(Backend* backend, int64_t max_bytes,
       max_regions_(BoundedMaxRegions(max_regions)) {}
 
 absl::Status SharedMemoryRegistry::ReserveLocked(const SharedMemoryRegion::Desc& desc,
-                                                int64_t counted, const Caller& caller) {
+                                                 int64_t counted, const Caller& caller) {
   if (regions_.contains(desc.name)) {
     return absl::AlreadyExistsError(
         absl::StrCat("name: a shared-memory region '", desc.name, "' is already registered"));
@@ -130,9 +130,10 @@ absl::Status SharedMemoryRegistry::ReserveLocked(const SharedMemoryRegion::Desc&
   const int64_t held = owned == owner_bytes_.end() ? 0 : owned->second;
   const int64_t cap = CapOrMax(caller.limits.max_shared_memory_bytes);
   if (counted > cap - held) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "region of ", counted, " counted bytes does not fit: caller '", caller.name, "' holds ",
-        held, " of its ", cap, " shared-memory bytes (max_shared_memory_bytes in the tokens file)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("region of ", counted, " counted bytes does not fit: caller '", caller.name,
+                     "' holds ", held, " of its ", cap,
+                     " shared-memory bytes (max_shared_memory_bytes in the tokens file)"));
   }
   bytes_ += counted;
   owner_bytes_[caller.name] += counted;

@@ -122,10 +122,9 @@ class SharedMemoryRegistry {
     bool on_device = false;  // device addresses (a CUDA IPC region)
     int device = -1;         // with on_device: the GPU they are on
   };
-  absl::StatusOr<Resolved> Resolve(
-      const std::string& field, const SharedMemoryRef& ref,
-      std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep,
-      const Caller& caller = {}) const;
+  absl::StatusOr<Resolved> Resolve(const std::string& field, const SharedMemoryRef& ref,
+                                   std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep,
+                                   const Caller& caller = {}) const;
 
   // The error of `request`, whose copy of the byte at `where` (in one of its operands or outputs
   // in shared memory) touched a page that vanished: FAILED_PRECONDITION naming the operand's

@@ -48,10 +48,11 @@ absl::Status ApplyField(absl::string_view field, KnownCaller& known) {
     known.caller.name = std::string(kv.second);
     return absl::OkStatus();
   }
-  int64_t* target = kv.first == "max_calls"                 ? &known.caller.limits.max_calls
-                    : kv.first == "max_resident_bytes"      ? &known.caller.limits.max_resident_bytes
-                    : kv.first == "max_shared_memory_bytes" ? &known.caller.limits.max_shared_memory_bytes
-                                                            : nullptr;
+  int64_t* target = kv.first == "max_calls"            ? &known.caller.limits.max_calls
+                    : kv.first == "max_resident_bytes" ? &known.caller.limits.max_resident_bytes
+                    : kv.first == "max_shared_memory_bytes"
+                        ? &known.caller.limits.max_shared_memory_bytes
+                        : nullptr;
   if (target == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", kv.first,

@@ -34,8 +34,8 @@ Presented PresentedBy(const grpc::ServerContextBase& context) {
 absl::StatusOr<std::unique_ptr<Authorizer>> Authorizer::Create(const AuthOptions& options) {
   std::unique_ptr<WatchedCallerTable> tokens, subjects;
   if (!options.tokens_file.empty()) {
-    auto t = WatchedCallerTable::Create(options.tokens_file, IdentityKind::kToken,
-                                        options.reload_check);
+    auto t =
+        WatchedCallerTable::Create(options.tokens_file, IdentityKind::kToken, options.reload_check);
     if (!t.ok()) return t.status();
     tokens = std::move(*t);
   }

@@ -54,8 +54,8 @@ v1::BLayout LayoutToProto(core::BLayout l) {
 // memory also into `*device`, the problem's operand GPU (one for all its operands).
 template <typename Bytes>
 absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field,
-                        const ShmAccess& shm, core::GemmRequest* request,
-                        Bytes* bytes, core::HostMemory* where, int* device) {
+                        const ShmAccess& shm, core::GemmRequest* request, Bytes* bytes,
+                        core::HostMemory* where, int* device) {
   auto r = shm.registry.Resolve(field, {ref.region(), ref.offset(), ref.byte_size()},
                                 &request->regions, shm.caller);
   if (!r.ok()) return r.status();
@@ -77,9 +77,9 @@ absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field
 
 // An input given inline (`bytes`) or by reference (`ref`, when `has_ref`), not both.
 absl::Status InputFromProto(const std::string& bytes, bool has_ref, const v1::SharedMemoryRef& ref,
-                            const std::string& field, const std::string& name,
-                            const ShmAccess& shm, core::GemmRequest* request,
-                            absl::string_view* out, core::HostMemory* where, int* device) {
+                            const std::string& field, const std::string& name, const ShmAccess& shm,
+                            core::GemmRequest* request, absl::string_view* out,
+                            core::HostMemory* where, int* device) {
   *out = bytes;
   if (!has_ref) return absl::OkStatus();
   if (!bytes.empty()) {
@@ -89,9 +89,8 @@ absl::Status InputFromProto(const std::string& bytes, bool has_ref, const v1::Sh
   return ResolveShm(ref, absl::StrCat(field, ".", name, "_shm"), shm, request, out, where, device);
 }
 
-absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
-                              const ShmAccess& shm, core::GemmRequest* request,
-                              core::Problem* out) {
+absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field, const ShmAccess& shm,
+                              core::GemmRequest* request, core::Problem* out) {
   out->m = p.m();
   out->n = p.n();
   out->k = p.k();

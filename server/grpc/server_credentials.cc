@@ -38,9 +38,10 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
   if (options.reload < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--tls_reload_s: must be >= 1");
   }
-  for (const auto& [flag, path] : {std::pair<std::string, std::string>{"tls_cert", options.cert_file},
-                                   {"tls_key", options.key_file},
-                                   {"tls_client_ca", options.client_ca_file}}) {
+  for (const auto& [flag, path] :
+       {std::pair<std::string, std::string>{"tls_cert", options.cert_file},
+        {"tls_key", options.key_file},
+        {"tls_client_ca", options.client_ca_file}}) {
     if (path.empty()) continue;
     if (absl::Status s = CheckReadable(flag, path); !s.ok()) return s;
   }

@@ -67,8 +67,9 @@ class ServiceState {
   absl::StatusOr<CallGrant> Enter(const grpc::ServerContextBase& context,
                                   absl::string_view method) {
     absl::StatusOr<core::Caller> caller =
-        options_.authorizer == nullptr ? core::Caller{}
-                                       : options_.authorizer->Authorize(PresentedBy(context), method);
+        options_.authorizer == nullptr
+            ? core::Caller{}
+            : options_.authorizer->Authorize(PresentedBy(context), method);
     if (!caller.ok()) return caller.status();
     absl::StatusOr<core::CallSlot> slot = calls_.Enter(*caller);
     if (!slot.ok()) return slot.status();

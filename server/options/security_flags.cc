@@ -21,8 +21,7 @@ ABSL_FLAG(std::string, tls_key, "", "PEM private key of --tls_cert. Default empt
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle for mutual TLS: every client must present a certificate it signed; read "
           "again when the file changes. Default empty: no client certificates.");
-ABSL_FLAG(int32_t, tls_reload_s,
-          static_cast<int32_t>(absl::ToInt64Seconds(kProcess.tls.reload)),
+ABSL_FLAG(int32_t, tls_reload_s, static_cast<int32_t>(absl::ToInt64Seconds(kProcess.tls.reload)),
           "Seconds between looks at the TLS files for a rotated certificate, key or CA (>= 1).");
 ABSL_FLAG(std::string, auth_tokens_file, kAuth.tokens_file,
           "Bearer tokens, one per line: TOKEN ROLES [name=NAME] [max_calls=N] "

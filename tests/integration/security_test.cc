@@ -66,8 +66,8 @@ class Certs {
                           const std::string& subject, bool server) {
     return absl::StrCat("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj ",
                         subject, " -keyout ", name, ".key -out ", name, ".csr 2>/dev/null\n",
-                        "openssl x509 -req -days 2 -in ", name, ".csr -CA ", ca, ".pem -CAkey ",
-                        ca, ".key -CAcreateserial -out ", name, ".pem",
+                        "openssl x509 -req -days 2 -in ", name, ".csr -CA ", ca, ".pem -CAkey ", ca,
+                        ".key -CAcreateserial -out ", name, ".pem",
                         server ? " -extfile san.ext" : "", " 2>/dev/null\n");
   }
   std::string dir_;
@@ -142,8 +142,8 @@ v1::GemmRequest SmallGemm(const std::string& b_handle = "") {
 }
 
 TEST_F(SecurityTest, TlsServerTakesOnlyClientsTrustingItsCa) {
-  auto server = ServerProcess::Start(TlsFlags(), absl::Seconds(20), "", 0,
-                                     {.security = Trusting("ca")});
+  auto server =
+      ServerProcess::Start(TlsFlags(), absl::Seconds(20), "", 0, {.security = Trusting("ca")});
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_TRUE((*server)->client().GetServerInfo().ok());
   EXPECT_FALSE(Client(**server, {})->GetServerInfo().ok()) << "plaintext client";
@@ -154,8 +154,7 @@ TEST_F(SecurityTest, PlaintextHealthPortServesOnlyHealth) {
   const int health_port = ServerProcess::FreePort();
   std::vector<std::string> flags = TlsFlags();
   flags.push_back(absl::StrCat("--health_port=", health_port));
-  auto server = ServerProcess::Start(flags, absl::Seconds(20), "", 0,
-                                     {.security = Trusting("ca")});
+  auto server = ServerProcess::Start(flags, absl::Seconds(20), "", 0, {.security = Trusting("ca")});
   ASSERT_TRUE(server.ok()) << server.status();
   auto probe = GemmClient::Create({.target = absl::StrCat("127.0.0.1:", health_port)});
   ASSERT_TRUE(probe.ok());
@@ -251,10 +250,9 @@ TEST_F(SecurityTest, RewrittenCertificateIsServedToTheNextConnection) {
   const std::string cert = certs_->Path("live.pem"), key = certs_->Path("live.key");
   ASSERT_TRUE(Shell(absl::StrCat("cp ", certs_->Path("server.pem"), " ", cert, " && cp ",
                                  certs_->Path("server.key"), " ", key)));
-  auto server = ServerProcess::Start(
-      {"--backend=cpu", "--cpu_workers=1", "--tls_cert=" + cert, "--tls_key=" + key,
-       "--tls_reload_s=1"},
-      absl::Seconds(20), "", 0, {.security = Trusting("ca")});
+  auto server = ServerProcess::Start({"--backend=cpu", "--cpu_workers=1", "--tls_cert=" + cert,
+                                      "--tls_key=" + key, "--tls_reload_s=1"},
+                                     absl::Seconds(20), "", 0, {.security = Trusting("ca")});
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_FALSE(Client(**server, Trusting("other"))->GetServerInfo().ok());
   ASSERT_TRUE(Shell(absl::StrCat("cp ", certs_->Path("server_other.key"), " ", key, ".new && cp ",

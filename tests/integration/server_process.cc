@@ -32,12 +32,9 @@ int ServerProcess::FreePort() {
   return port;
 }
 
-absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(std::vector<std::string> flags,
-                                                                    absl::Duration ready_timeout,
-                                                                    std::string binary,
-                                                                    int max_open_files,
-                                                                    client::GemmClient::Options
-                                                                        client_options) {
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
+    std::vector<std::string> flags, absl::Duration ready_timeout, std::string binary,
+    int max_open_files, client::GemmClient::Options client_options) {
   if (binary.empty()) binary = GEMM_SERVER_PATH;
   const int port = FreePort();
   std::vector<std::string> args = {binary, absl::StrCat("--port=", port), "--host=127.0.0.1",

@@ -86,13 +86,14 @@ TEST(CallerTableTest, QuotedCertificateSubjects) {
 }
 
 TEST(RequiredRoleTest, EveryMethodHasItsRoleAndUnknownOnesNeedAdmin) {
-  for (const char* m : {"Gemm", "GemmStream", "GemmStreamPacked", "GetServerInfo", "ListMatrices"}) {
+  for (const char* m :
+       {"Gemm", "GemmStream", "GemmStreamPacked", "GetServerInfo", "ListMatrices"}) {
     EXPECT_EQ(RequiredRole(m), kRoleInfer) << m;
   }
   EXPECT_EQ(RequiredRole("RegisterMatrix"), kRoleWeights);
   EXPECT_EQ(RequiredRole("ReleaseMatrix"), kRoleWeights);
-  for (const char* m : {"RegisterSharedMemory", "UnregisterSharedMemory", "ListSharedMemory",
-                        "SomethingNew"}) {
+  for (const char* m :
+       {"RegisterSharedMemory", "UnregisterSharedMemory", "ListSharedMemory", "SomethingNew"}) {
     EXPECT_EQ(RequiredRole(m), kRoleAdmin) << m;
   }
 }
@@ -131,20 +132,20 @@ TEST(AuthorizerTest, CertificateSubjectStandsForATokenButATokenWins) {
   TempFile tokens("tok"), subjects("subj");
   tokens.Write(Tokens());
   subjects.Write("CN=alice,O=gemm-test infer\n");
-  auto auth = Authorizer::Create({.tokens_file = tokens.path(), .cert_roles_file = subjects.path()});
+  auto auth =
+      Authorizer::Create({.tokens_file = tokens.path(), .cert_roles_file = subjects.path()});
   ASSERT_TRUE(auth.ok()) << auth.status();
   auto alice = (*auth)->Authorize({.cert_subject = "CN=alice,O=gemm-test"}, "Gemm");
   ASSERT_TRUE(alice.ok()) << alice.status();
   EXPECT_EQ(alice->name, "CN=alice,O=gemm-test");
-  EXPECT_EQ((*auth)->Authorize({.cert_subject = "CN=alice,O=gemm-test"}, "ReleaseMatrix")
-                .status()
-                .code(),
-            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(
+      (*auth)->Authorize({.cert_subject = "CN=alice,O=gemm-test"}, "ReleaseMatrix").status().code(),
+      absl::StatusCode::kPermissionDenied);
   EXPECT_EQ((*auth)->Authorize({.cert_subject = "CN=mallory"}, "Gemm").status().code(),
             absl::StatusCode::kUnauthenticated);
-  auto both = (*auth)->Authorize(
-      {.authorization = absl::StrCat("Bearer ", kAdminToken), .cert_subject = "CN=alice,O=gemm-test"},
-      "ReleaseMatrix");
+  auto both = (*auth)->Authorize({.authorization = absl::StrCat("Bearer ", kAdminToken),
+                                  .cert_subject = "CN=alice,O=gemm-test"},
+                                 "ReleaseMatrix");
   ASSERT_TRUE(both.ok()) << both.status();
   EXPECT_EQ(both->name, "root");
 }
@@ -152,7 +153,8 @@ TEST(AuthorizerTest, CertificateSubjectStandsForATokenButATokenWins) {
 TEST(AuthorizerTest, TokensFileIsReadAgainWhenItChangesAndABrokenOneIsIgnored) {
   TempFile file("reload");
   file.Write(Tokens());
-  auto auth = Authorizer::Create({.tokens_file = file.path(), .reload_check = absl::ZeroDuration()});
+  auto auth =
+      Authorizer::Create({.tokens_file = file.path(), .reload_check = absl::ZeroDuration()});
   ASSERT_TRUE(auth.ok()) << auth.status();
   ASSERT_TRUE((*auth)->Authorize(Bearer(kInferToken), "Gemm").ok());
   file.Write(absl::StrCat(kAdminToken, " admin\n"));  // bob's token revoked
