@@ -21,6 +21,7 @@
 #include "absl/strings/str_format.h"
 #include "client/gemm_client.h"
 #include "client/gemm_request_builder.h"
+#include "client/security_flags.h"
 #include "client/verify_response.h"
 #include "common/abseil_runtime.h"
 #include "common/cli_flags.h"
@@ -247,7 +248,8 @@ int main(int argc, char** argv) {
     return Fail(absl::InvalidArgumentError(absl::StrCat("unknown command '", command, "'")),
                 gemm::kUsageErrorExit);
   }
-  auto client = GemmClient::Create({.target = absl::GetFlag(FLAGS_target)});
+  auto client = GemmClient::Create({.target = absl::GetFlag(FLAGS_target),
+                                    .security = gemm::client::ChannelSecurityFromFlags()});
   if (!client.ok()) return Fail(client.status(), gemm::kUsageErrorExit);
   return run(**client);
 }

@@ -19,6 +19,9 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 absl::StatusOr<std::unique_ptr<GemmClient>> GemmClient::Create(const Options& options) {
   if (options.target.empty()) return absl::InvalidArgumentError("target: is empty");
   if (options.channels < 1) return absl::InvalidArgumentError("channels: must be >= 1");
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      MakeChannelCredentials(options.security);
+  if (!credentials.ok()) return credentials.status();
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < options.channels; ++i) {
     grpc::ChannelArguments args;
@@ -33,8 +36,7 @@ absl::StatusOr<std::unique_ptr<GemmClient>> GemmClient::Create(const Options& op
       }
     }
     args.SetInt("gemm_channel_index", i);  // distinct args: distinct subchannels/connections
-    channels.push_back(
-        grpc::CreateCustomChannel(options.target, grpc::InsecureChannelCredentials(), args));
+    channels.push_back(grpc::CreateCustomChannel(options.target, *credentials, args));
   }
   return std::unique_ptr<GemmClient>(new GemmClient(options.target, std::move(channels)));
 }

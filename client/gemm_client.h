@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "client/channel_security.h"
 #include "common/channel_args.h"
 #include "gemm/v1/gemm_service.grpc.pb.h"
 
@@ -32,9 +33,12 @@ class GemmClient {
     int channels = 1;
     // Extra gRPC channel arguments (transport tuning), applied to every channel.
     std::vector<ChannelArg> channel_args;
+    // TLS, client certificate and bearer token; plaintext by default.
+    ChannelSecurity security;
   };
 
-  // Creates the channel(s); does not connect until the first call.
+  // Creates the channel(s); does not connect until the first call. INVALID_ARGUMENT for a
+  // security file that cannot be read.
   static absl::StatusOr<std::unique_ptr<GemmClient>> Create(const Options& options);
 
   // Unary Gemm with a deadline of `timeout` (InfiniteDuration: none). Thread-safe.

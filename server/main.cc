@@ -1,6 +1,6 @@
-// gemm_server: flags -> ServerOptions, backend selection, engine + gRPC service wiring, health and
-// reflection, Prometheus metrics, the listener's guards (taken port, open-file limit, connection
-// cap), graceful drain on SIGTERM/SIGINT.
+// gemm_server: flags -> ServerOptions, backend selection, engine + gRPC service wiring, TLS and
+// caller authentication, health and reflection, Prometheus metrics, the listener's guards (taken
+// port, open-file limit, connection cap), graceful drain on SIGTERM/SIGINT.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server.h>
@@ -32,7 +32,9 @@
 #include "server/core/engine.h"
 #include "server/core/metrics.h"
 #include "server/cpu/cpu_backend.h"
+#include "server/grpc/authorizer.h"
 #include "server/grpc/gemm_service.h"
+#include "server/grpc/server_credentials.h"
 #include "server/listener/accept_guard.h"
 #include "server/listener/open_files.h"
 #include "server/listener/port_in_use.h"
@@ -166,7 +168,7 @@ std::optional<EngineAndMetrics> BuildEngine(const ServerOptions& o) {
   for (const auto& d : (*backend)->Describe().devices) {
     GEMM_LOG(INFO) << "device " << d.ordinal << ": " << d.name << ", serving kernel " << d.kernel;
   }
-  auto metrics = gemm::core::Metrics::Create(o.process.metrics_port, o.process.host);
+  auto metrics = gemm::core::Metrics::Create(o.process.metrics_port, o.process.metrics_host);
   if (!metrics.ok()) {
     GEMM_LOG(ERROR) << "metrics: " << metrics.status();
     return std::nullopt;
@@ -188,6 +190,12 @@ std::unique_ptr<gemm::service::GemmServiceImpl> BuildService(const ServerOptions
                                                              gemm::core::GemmEngine* engine,
                                                              gemm::core::Metrics* metrics) {
   gemm::service::GemmServiceImpl::Options service_options = o.service;
+  auto authorizer = gemm::service::Authorizer::Create(o.auth);
+  if (!authorizer.ok()) {
+    GEMM_LOG(ERROR) << "auth: " << authorizer.status();
+    return nullptr;
+  }
+  if ((*authorizer)->enabled()) service_options.authorizer = std::move(*authorizer);
   service_options.observer = [metrics](absl::string_view method, absl::StatusCode code,
                                        const gemm::core::Timing* timing) {
     metrics->RecordRpc(method, static_cast<int>(code));
@@ -207,11 +215,35 @@ std::unique_ptr<gemm::service::GemmServiceImpl> BuildService(const ServerOptions
   return std::move(*service);
 }
 
-// Sets the listening address, message sizes, connection age and transport arguments.
+// OK when the security flags fit together (bearer tokens only over TLS, certificate roles only
+// with client certificates); warns when the port takes everyone in plaintext.
+absl::Status CheckSecurity(const ServerOptions& o) {
+  if (!o.auth.tokens_file.empty() && !o.process.tls.enabled()) {
+    return absl::InvalidArgumentError(
+        "--auth_tokens_file needs --tls_cert and --tls_key: bearer tokens must not cross the "
+        "network in plaintext");
+  }
+  if (!o.auth.cert_roles_file.empty() && o.process.tls.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--auth_cert_roles needs --tls_client_ca: only verified client certificates name callers");
+  }
+  if (!o.process.tls.enabled()) {
+    GEMM_LOG(WARNING) << "no --tls_cert: the gRPC port is plaintext and every caller that reaches "
+                         "it may do everything (docs/security.md)";
+  } else if (o.auth.tokens_file.empty() && o.auth.cert_roles_file.empty()) {
+    GEMM_LOG(WARNING) << "no --auth_tokens_file or --auth_cert_roles: every caller that completes "
+                         "the TLS handshake may do everything (docs/security.md)";
+  }
+  return absl::OkStatus();
+}
+
+// Sets the listening address and credentials, message sizes, connection age and transport
+// arguments.
 void ConfigureBuilder(const ProcessOptions& o, const std::vector<gemm::ChannelArg>& channel_args,
-                      int max_message_bytes, grpc::ServerBuilder& builder, int* bound_port) {
-  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), grpc::InsecureServerCredentials(),
-                           bound_port);
+                      int max_message_bytes,
+                      const std::shared_ptr<grpc::ServerCredentials>& credentials,
+                      grpc::ServerBuilder& builder, int* bound_port) {
+  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), credentials, bound_port);
   builder.SetMaxReceiveMessageSize(max_message_bytes);
   builder.SetMaxSendMessageSize(max_message_bytes);
   if (const int64_t age_ms = absl::ToInt64Milliseconds(o.max_connection_age); age_ms > 0) {
@@ -229,19 +261,26 @@ void ConfigureBuilder(const ProcessOptions& o, const std::vector<gemm::ChannelAr
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, o.reuse_port ? 1 : 0);
 }
 
-// Starts the gRPC server (with health checking and reflection) serving `service`; sets
-// `bound_port`. Null, logged, when it cannot listen.
+// Starts the gRPC server (with health checking, and reflection unless turned off) serving
+// `service` with the port's credentials; sets `bound_port`. Null, logged, when the credentials
+// cannot be made or it cannot listen.
 std::unique_ptr<grpc::Server> StartGrpcServer(const ProcessOptions& o,
                                               const std::vector<gemm::ChannelArg>& channel_args,
                                               const gemm::core::GemmEngine& engine,
                                               gemm::service::GemmServiceImpl* service,
                                               int* bound_port) {
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      gemm::service::MakeServerCredentials(o.tls);
+  if (!credentials.ok()) {
+    GEMM_LOG(ERROR) << credentials.status();
+    return nullptr;
+  }
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (o.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   // NOTE: the engine's limits are resolved: max_message_bytes fits an int.
-  ConfigureBuilder(o, channel_args, static_cast<int>(engine.limits().max_message_bytes), builder,
-                   bound_port);
+  ConfigureBuilder(o, channel_args, static_cast<int>(engine.limits().max_message_bytes),
+                   *credentials, builder, bound_port);
   builder.RegisterService(service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *bound_port == 0) {
@@ -253,11 +292,34 @@ std::unique_ptr<grpc::Server> StartGrpcServer(const ProcessOptions& o,
   return server;
 }
 
-// Tells health checks whether the server (and the GemmService in it) takes requests.
-void SetServing(grpc::Server& server, bool serving) {
-  auto* health = server.GetHealthCheckService();
-  health->SetServingStatus("gemm.v1.GemmService", serving);
-  health->SetServingStatus(serving);
+// Starts the plaintext health-only server on --health_port (none when 0); null, logged, when it
+// cannot listen. It serves no other service, so it opens nothing the TLS port guards.
+std::unique_ptr<grpc::Server> StartHealthServer(const ProcessOptions& o, bool* failed) {
+  *failed = false;
+  if (o.health_port == 0) return nullptr;
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int bound = 0;
+  builder.AddListeningPort(absl::StrCat(o.host, ":", o.health_port),
+                           grpc::InsecureServerCredentials(), &bound);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || bound == 0) {
+    GEMM_LOG(ERROR) << "--health_port: could not listen on " << o.host << ":" << o.health_port;
+    *failed = true;
+    return nullptr;
+  }
+  return server;
+}
+
+// Tells health checks (on the gRPC port and the health port, if any) whether the server and the
+// GemmService in it take requests.
+void SetServing(grpc::Server& server, grpc::Server* health_server, bool serving) {
+  for (grpc::Server* s : {&server, health_server}) {
+    if (s == nullptr) continue;
+    auto* health = s->GetHealthCheckService();
+    health->SetServingStatus("gemm.v1.GemmService", serving);
+    health->SetServingStatus(serving);
+  }
 }
 
 // A thread that sets the periodic gauges (pools, resident bytes, shared memory, shed connections,
@@ -302,13 +364,15 @@ class GaugeThread {
 // engine is answered, so the engine keeps running until Shutdown returns.
 void WaitAndDrain(const sigset_t& signals, absl::Duration drain_timeout,
                   gemm::service::GemmServiceImpl& service, grpc::Server& server,
-                  gemm::core::GemmEngine& engine, GaugeThread& gauges) {
+                  grpc::Server* health_server, gemm::core::GemmEngine& engine,
+                  GaugeThread& gauges) {
   int sig = 0;
   sigwait(&signals, &sig);
   GEMM_LOG(INFO) << "signal " << sig << ": draining (up to " << drain_timeout << ")";
   service.StartDrain();
-  SetServing(server, false);
+  SetServing(server, health_server, false);
   server.Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(drain_timeout));
+  if (health_server != nullptr) health_server->Shutdown();
   engine.Shutdown();
   gauges.Stop();
   GEMM_LOG(INFO) << "stopped";
@@ -317,6 +381,10 @@ void WaitAndDrain(const sigset_t& signals, absl::Duration drain_timeout,
 // Serves with options `o` until SIGTERM or SIGINT; 0 after a drain, 1 when start-up fails.
 int Run(const ServerOptions& o) {
   const sigset_t signals = BlockTerminationSignals();
+  if (absl::Status s = CheckSecurity(o); !s.ok()) {
+    GEMM_LOG(ERROR) << s;
+    return 1;
+  }
   gemm::server::OpenFileLimit files;
   if (!PrepareProcess(o.process, &files)) return 1;
   absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args =
@@ -334,16 +402,21 @@ int Run(const ServerOptions& o) {
   std::unique_ptr<grpc::Server> server =
       StartGrpcServer(o.process, *channel_args, *core->engine, service.get(), &bound_port);
   if (server == nullptr) return 1;
+  bool health_failed = false;
+  std::unique_ptr<grpc::Server> health_server = StartHealthServer(o.process, &health_failed);
+  if (health_failed) return 1;
   CapConnections(o.process, files, bound_port);
-  SetServing(*server, true);
+  SetServing(*server, health_server.get(), true);
   GEMM_LOG(INFO) << "gemm_server " << o.service.version << " listening on " << o.process.host << ":"
-                 << bound_port
-                 << (o.process.metrics_port ? absl::StrCat(", metrics on :", o.process.metrics_port)
+                 << bound_port << (o.process.tls.enabled() ? " (TLS)" : " (plaintext)")
+                 << (o.process.metrics_port ? absl::StrCat(", metrics on ", o.process.metrics_host,
+                                                           ":", o.process.metrics_port)
                                             : std::string())
                  << "; allocator " << AllocatorName();
   std::fflush(stdout);
   GaugeThread gauges(core->metrics.get(), core->engine.get());
-  WaitAndDrain(signals, o.process.drain_timeout, *service, *server, *core->engine, gauges);
+  WaitAndDrain(signals, o.process.drain_timeout, *service, *server, health_server.get(),
+               *core->engine, gauges);
   return 0;
 }
 

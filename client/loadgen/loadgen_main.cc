@@ -31,6 +31,7 @@
 #include "client/loadgen/report.h"
 #include "client/loadgen/runner.h"
 #include "client/loadgen/workload.h"
+#include "client/security_flags.h"
 #include "common/abseil_runtime.h"
 #include "common/channel_args.h"
 #include "common/cli_flags.h"
@@ -321,7 +322,8 @@ absl::StatusOr<std::vector<lg::Target>> MakeTargets(const std::vector<std::strin
          .max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes),
          .lb_policy = absl::GetFlag(FLAGS_lb_policy),
          .channels = channels,
-         .channel_args = *channel_args});
+         .channel_args = *channel_args,
+         .security = gemm::client::ChannelSecurityFromFlags()});
     if (!client.ok()) return client.status();
     targets.push_back({name, std::shared_ptr<gemm::client::GemmClient>(*std::move(client))});
   }

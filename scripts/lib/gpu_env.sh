@@ -24,7 +24,8 @@ export GPU_SLUG RESULTS_DIR OUT
 # wait_for_server PORT: returns once a server on 127.0.0.1:PORT answers (1 after 60 s of silence).
 wait_for_server() {
   for _ in $(seq 300); do
-    gemm_client --target="127.0.0.1:$1" info >/dev/null 2>&1 && return 0
+    # shellcheck disable=SC2086  # GEMM_CLIENT_FLAGS: TLS/token flags, split on spaces
+    gemm_client --target="127.0.0.1:$1" ${GEMM_CLIENT_FLAGS:-} info >/dev/null 2>&1 && return 0
     sleep 0.2
   done
   echo "no server answered on 127.0.0.1:$1" >&2

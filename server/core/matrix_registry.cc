@@ -15,7 +15,7 @@ MatrixRegistration::MatrixRegistration(MatrixRegistry* registry, ResidentMatrix:
     : registry_(registry), desc_(std::move(desc)), upload_(std::move(upload)) {}
 
 MatrixRegistration::~MatrixRegistration() {
-  if (!finished_) registry_->Unreserve(desc_.rows * desc_.cols * 2);
+  if (!finished_) registry_->Unreserve(desc_.owner, desc_.rows * desc_.cols * 2);
 }
 
 absl::Status MatrixRegistration::Append(int64_t offset, absl::string_view data) {
@@ -54,7 +54,8 @@ MatrixRegistry::MatrixRegistry(Backend* backend, int64_t max_resident_bytes)
     : backend_(backend), max_bytes_(max_resident_bytes) {}
 
 absl::StatusOr<std::unique_ptr<MatrixRegistration>> MatrixRegistry::Begin(ResidentMatrix::Desc desc,
-                                                                          int64_t max_dim) {
+                                                                          int64_t max_dim,
+                                                                          const Caller& caller) {
   for (auto [name, v] : {std::pair{"rows", desc.rows}, {"cols", desc.cols}}) {
     if (v < 1) {
       return absl::InvalidArgumentError(absl::StrCat("header.", name, ": must be >= 1, got ", v));
@@ -78,13 +79,23 @@ absl::StatusOr<std::unique_ptr<MatrixRegistration>> MatrixRegistry::Begin(Reside
           absl::StrCat("matrix of ", bytes, " bytes does not fit: ", bytes_, " of ", max_bytes_,
                        " resident bytes in use (--max_resident_bytes)"));
     }
+    int64_t& owned = owner_bytes_[caller.name];
+    const int64_t owner_cap = CapOrMax(caller.limits.max_resident_bytes);
+    if (bytes > owner_cap - owned) {
+      if (owned == 0) owner_bytes_.erase(caller.name);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "matrix of ", bytes, " bytes does not fit: caller '", caller.name, "' holds ", owned,
+          " of its ", owner_cap, " resident bytes (max_resident_bytes in the tokens file)"));
+    }
+    owned += bytes;
     bytes_ += bytes;
+    desc.owner = caller.name;
     desc.handle =
         absl::StrFormat("mat-%d-%016x", next_id_++, absl::Uniform<uint64_t>(absl::BitGen()));
   }
   auto upload = backend_->BeginUpload(desc);
   if (!upload.ok()) {
-    Unreserve(bytes);
+    Unreserve(desc.owner, bytes);
     return upload.status();
   }
   return std::unique_ptr<MatrixRegistration>(
@@ -102,26 +113,30 @@ absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistry::Lookup(
   return it->second;
 }
 
-absl::Status MatrixRegistry::Release(const std::string& handle) {
+absl::Status MatrixRegistry::Release(const std::string& handle, const Caller& caller) {
   std::shared_ptr<const ResidentMatrix> m;
   {
     absl::MutexLock lock(&mu_);
     auto it = matrices_.find(handle);
-    if (it == matrices_.end()) {
-      return absl::NotFoundError(absl::StrCat("handle: no resident matrix '", handle, "'"));
+    if (it == matrices_.end() || !caller.Owns(it->second->desc().owner)) {
+      return absl::NotFoundError(absl::StrCat("handle: no resident matrix '", handle, "'",
+                                              caller.admin ? "" : " of this caller"));
     }
     m = std::move(it->second);
     matrices_.erase(it);
     bytes_ -= m->bytes();
+    ReturnOwnerBytesLocked(m->desc().owner, m->bytes());
   }
   return absl::OkStatus();  // `m` drops here; in-flight requests keep their own references
 }
 
-std::vector<MatrixRegistry::Entry> MatrixRegistry::List() const {
+std::vector<MatrixRegistry::Entry> MatrixRegistry::List(const Caller& caller) const {
   std::vector<Entry> out;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [h, m] : matrices_) out.push_back({m, m.use_count() - 2});
+    for (const auto& [h, m] : matrices_) {
+      if (caller.Owns(m->desc().owner)) out.push_back({m, m.use_count() - 2});
+    }
   }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
     return a.matrix->desc().handle < b.matrix->desc().handle;
@@ -134,9 +149,15 @@ int64_t MatrixRegistry::resident_bytes() const {
   return bytes_;
 }
 
-void MatrixRegistry::Unreserve(int64_t bytes) {
+void MatrixRegistry::Unreserve(const std::string& owner, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   bytes_ -= bytes;
+  ReturnOwnerBytesLocked(owner, bytes);
+}
+
+void MatrixRegistry::ReturnOwnerBytesLocked(const std::string& owner, int64_t bytes) {
+  auto it = owner_bytes_.find(owner);
+  if (it != owner_bytes_.end() && (it->second -= bytes) <= 0) owner_bytes_.erase(it);
 }
 
 void MatrixRegistry::Publish(std::shared_ptr<const ResidentMatrix> m) {

@@ -108,8 +108,49 @@ SharedMemoryRegistry::SharedMemoryRegistry(Backend* backend, int64_t max_bytes,
       key_prefix_(std::move(key_prefix)),
       max_regions_(BoundedMaxRegions(max_regions)) {}
 
+absl::Status SharedMemoryRegistry::ReserveLocked(const SharedMemoryRegion::Desc& desc,
+                                                 int64_t counted, const Caller& caller) {
+  if (regions_.contains(desc.name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("name: a shared-memory region '", desc.name, "' is already registered"));
+  }
+  if (static_cast<int64_t>(regions_.size()) >= max_regions_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "shared-memory regions: ", regions_.size(),
+        " registered, the most this server takes (--max_shared_memory_regions); unregister "
+        "one first"));
+  }
+  if (counted > max_bytes_ - bytes_) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("region of ", desc.byte_size, " bytes (", counted,
+                     " counted: the whole pages it maps) does not fit: ", bytes_, " of ",
+                     max_bytes_, " shared-memory bytes registered (--max_shared_memory_bytes)"));
+  }
+  const auto owned = owner_bytes_.find(caller.name);
+  const int64_t held = owned == owner_bytes_.end() ? 0 : owned->second;
+  const int64_t cap = CapOrMax(caller.limits.max_shared_memory_bytes);
+  if (counted > cap - held) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("region of ", counted, " counted bytes does not fit: caller '", caller.name,
+                     "' holds ", held, " of its ", cap,
+                     " shared-memory bytes (max_shared_memory_bytes in the tokens file)"));
+  }
+  bytes_ += counted;
+  owner_bytes_[caller.name] += counted;
+  regions_[desc.name] = nullptr;  // placeholder: the name is taken while we map
+  return absl::OkStatus();
+}
+
+void SharedMemoryRegistry::UnreserveLocked(const std::string& name, const std::string& owner,
+                                           int64_t counted) {
+  bytes_ -= counted;
+  regions_.erase(name);
+  auto it = owner_bytes_.find(owner);
+  if (it != owner_bytes_.end() && (it->second -= counted) <= 0) owner_bytes_.erase(it);
+}
+
 absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::Register(
-    SharedMemoryRegion::Desc desc) {
+    SharedMemoryRegion::Desc desc, const Caller& caller) {
   if (max_bytes_ <= 0) {
     return absl::FailedPreconditionError(
         "shared-memory registration is turned off on this server (--max_shared_memory_bytes=0)");
@@ -135,36 +176,16 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
                      " byte_size=", desc.byte_size));
   }
   const int64_t counted = CountedBytes(desc);
+  desc.owner = caller.name;
   {
     // Reserve the name, a place and the bytes first; mapping and pinning run outside the lock.
     absl::MutexLock lock(&mu_);
-    if (regions_.contains(desc.name)) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("name: a shared-memory region '", desc.name, "' is already registered"));
-    }
-    if (static_cast<int64_t>(regions_.size()) >= max_regions_) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "shared-memory regions: ", regions_.size(),
-          " registered, the most this server takes (--max_shared_memory_regions); unregister "
-          "one first"));
-    }
-    if (counted > max_bytes_ - bytes_) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("region of ", desc.byte_size, " bytes (", counted,
-                       " counted: the whole pages it maps) does not fit: ", bytes_, " of ",
-                       max_bytes_, " shared-memory bytes registered (--max_shared_memory_bytes)"));
-    }
-    bytes_ += counted;
-    regions_[desc.name] = nullptr;  // placeholder: the name is taken while we map
+    if (absl::Status s = ReserveLocked(desc, counted, caller); !s.ok()) return s;
   }
-  auto unreserve = [&] {
-    absl::MutexLock lock(&mu_);
-    bytes_ -= counted;
-    regions_.erase(desc.name);
-  };
   auto region = Map(desc);
   if (!region.ok()) {
-    unreserve();
+    absl::MutexLock lock(&mu_);
+    UnreserveLocked(desc.name, desc.owner, counted);
     return region.status();
   }
   absl::MutexLock lock(&mu_);
@@ -205,29 +226,31 @@ absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> SharedMemoryRegistry::
   return std::make_shared<const SharedMemoryRegion>(desc, std::move(*map), backend_, pin.ok());
 }
 
-absl::Status SharedMemoryRegistry::Unregister(const std::string& name) {
+absl::Status SharedMemoryRegistry::Unregister(const std::string& name, const Caller& caller) {
   std::shared_ptr<const SharedMemoryRegion> r;
   {
     absl::MutexLock lock(&mu_);
     auto it = regions_.find(name);
-    if (it == regions_.end() || it->second == nullptr) {
-      return absl::NotFoundError(absl::StrCat("name: no shared-memory region '", name, "'"));
+    if (it == regions_.end() || it->second == nullptr || !caller.Owns(it->second->desc().owner)) {
+      return absl::NotFoundError(absl::StrCat("name: no shared-memory region '", name, "'",
+                                              caller.admin ? "" : " of this caller"));
     }
     r = std::move(it->second);
-    regions_.erase(it);
-    bytes_ -= CountedBytes(r->desc());
+    UnreserveLocked(name, r->desc().owner, CountedBytes(r->desc()));
   }
   return absl::OkStatus();  // `r` drops here; requests keep their own references
 }
 
 absl::StatusOr<SharedMemoryRegistry::Resolved> SharedMemoryRegistry::Resolve(
     const std::string& field, const SharedMemoryRef& ref,
-    std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep) const {
+    std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep, const Caller& caller) const {
   std::shared_ptr<const SharedMemoryRegion> r;
   {
     absl::MutexLock lock(&mu_);
     auto it = regions_.find(ref.region);
-    if (it != regions_.end()) r = it->second;
+    if (it != regions_.end() && it->second != nullptr && caller.Owns(it->second->desc().owner)) {
+      r = it->second;
+    }
   }
   if (r == nullptr) {
     if (ref.region.size() > kMaxNameBytes) {
@@ -264,12 +287,12 @@ absl::Status SharedMemoryRegistry::ShrunkError(const GemmRequest& request, const
                    "region's object was shrunk after registration)"));
 }
 
-std::vector<SharedMemoryRegistry::Entry> SharedMemoryRegistry::List() const {
+std::vector<SharedMemoryRegistry::Entry> SharedMemoryRegistry::List(const Caller& caller) const {
   std::vector<Entry> out;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [name, r] : regions_) {
-      if (r != nullptr) out.push_back({r, r.use_count() - 2});
+      if (r != nullptr && caller.Owns(r->desc().owner)) out.push_back({r, r.use_count() - 2});
     }
   }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {

@@ -12,6 +12,9 @@
 // ShrunkError() words that failure. Page-locked regions are copied by DMA through the pages pinned
 // at registration, which outlive the shrink: their copies never fault.
 //
+// Each region belongs to the caller that registered it: others (unless admin) neither list,
+// unregister nor name it in a request, and the caller's own bytes are capped too.
+//
 // The registry caps the regions' count (each is one memory mapping: the kernel allows a process
 // vm.max_map_count of them, and a process out of mappings fails its next large allocation) and
 // their bytes, counting each host region as the whole pages it maps.
@@ -29,6 +32,7 @@
 #include "absl/types/span.h"
 #include "common/posix_shm.h"
 #include "server/core/backend.h"
+#include "server/core/caller.h"
 #include "server/core/device_mappings.h"
 #include "server/core/limits.h"
 #include "server/core/types.h"
@@ -45,6 +49,7 @@ class SharedMemoryRegion {
     int64_t byte_size = 0;
     std::string cuda_ipc_handle;  // GPU memory: the exported allocation's handle
     int device = -1;              // GPU memory: the device it lives on
+    std::string owner;            // Caller::name of the caller that registered it
   };
   // Host memory: a mapped POSIX shared-memory object, page-locked when `pinned`.
   SharedMemoryRegion(Desc desc, std::unique_ptr<PosixShm> map, Backend* backend, bool pinned);
@@ -98,25 +103,28 @@ class SharedMemoryRegistry {
   // shared-memory object), PERMISSION_DENIED (key outside the prefix, or another user's private
   // object), ALREADY_EXISTS (name taken), NOT_FOUND (no such object on this host),
   // RESOURCE_EXHAUSTED (over the byte or count cap), FAILED_PRECONDITION (registration turned
-  // off), UNIMPLEMENTED (GPU memory on a backend without CUDA).
-  absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Register(SharedMemoryRegion::Desc desc);
+  // off), UNIMPLEMENTED (GPU memory on a backend without CUDA). The region belongs to `caller`,
+  // whose own byte cap holds too (RESOURCE_EXHAUSTED).
+  absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Register(SharedMemoryRegion::Desc desc,
+                                                                     const Caller& caller = {});
 
-  // Forgets `name` (NOT_FOUND if unknown); requests holding it finish first.
-  absl::Status Unregister(const std::string& name);
+  // Forgets `name` (NOT_FOUND if unknown or, unless `caller` is admin, another caller's);
+  // requests holding it finish first.
+  absl::Status Unregister(const std::string& name, const Caller& caller = {});
 
   // The bytes `ref` names, checked against its region (`field` prefixes error messages: NOT_FOUND
   // for an unknown region, INVALID_ARGUMENT for a bad range, FAILED_PRECONDITION for a region
   // whose object has shrunk), and whether they are page-locked. Appends the region to `keep`,
-  // which the request holds until it is destroyed.
+  // which the request holds until it is destroyed. A region `caller` does not own is NOT_FOUND.
   struct Resolved {
     absl::Span<char> bytes;
     bool pinned = false;
     bool on_device = false;  // device addresses (a CUDA IPC region)
     int device = -1;         // with on_device: the GPU they are on
   };
-  absl::StatusOr<Resolved> Resolve(
-      const std::string& field, const SharedMemoryRef& ref,
-      std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep) const;
+  absl::StatusOr<Resolved> Resolve(const std::string& field, const SharedMemoryRef& ref,
+                                   std::vector<std::shared_ptr<const SharedMemoryRegion>>* keep,
+                                   const Caller& caller = {}) const;
 
   // The error of `request`, whose copy of the byte at `where` (in one of its operands or outputs
   // in shared memory) touched a page that vanished: FAILED_PRECONDITION naming the operand's
@@ -127,8 +135,8 @@ class SharedMemoryRegistry {
     std::shared_ptr<const SharedMemoryRegion> region;
     int64_t in_flight = 0;  // requests holding it now
   };
-  // All regions, ordered by name.
-  std::vector<Entry> List() const;
+  // The regions `caller` owns (all for an admin), ordered by name.
+  std::vector<Entry> List(const Caller& caller = {}) const;
 
   // Bytes of all registered regions, as counted against the cap (whole pages for host regions).
   int64_t bytes() const;
@@ -138,6 +146,13 @@ class SharedMemoryRegistry {
   int64_t max_regions() const { return max_regions_; }
 
  private:
+  // Reserves `desc`'s name and `counted` bytes for `caller` (the caps checked).
+  absl::Status ReserveLocked(const SharedMemoryRegion::Desc& desc, int64_t counted,
+                             const Caller& caller) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns `counted` bytes of `owner`'s and the name of region `name`.
+  void UnreserveLocked(const std::string& name, const std::string& owner, int64_t counted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // Maps `desc`'s range of its host object or GPU allocation (the name and bytes are reserved).
   absl::StatusOr<std::shared_ptr<const SharedMemoryRegion>> Map(
       const SharedMemoryRegion::Desc& desc);
@@ -149,6 +164,7 @@ class SharedMemoryRegistry {
   const int64_t max_regions_;
   mutable absl::Mutex mu_;
   int64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, int64_t> owner_bytes_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_
       ABSL_GUARDED_BY(mu_);
 };

@@ -50,6 +50,7 @@ class ResidentMatrix {
     int64_t cols = 0;
     BLayout layout = BLayout::kKN;  // kKN: rows=K, cols=N; kNK: rows=N, cols=K
     std::vector<int> devices;       // where it lives; {-1} for host memory
+    std::string owner;              // Caller::name of the caller that registered it
   };
   virtual ~ResidentMatrix() = default;
   const Desc& desc() const { return desc_; }

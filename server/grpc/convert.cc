@@ -10,6 +10,12 @@
 namespace gemm::service {
 namespace {
 
+// The shared-memory registry as one caller sees it.
+struct ShmAccess {
+  const core::SharedMemoryRegistry& registry;
+  const core::Caller& caller;
+};
+
 absl::StatusOr<core::DType> DTypeFromProto(v1::DType t, const std::string& field) {
   switch (t) {
     case v1::DTYPE_UNSPECIFIED:
@@ -48,9 +54,10 @@ v1::BLayout LayoutToProto(core::BLayout l) {
 // memory also into `*device`, the problem's operand GPU (one for all its operands).
 template <typename Bytes>
 absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field,
-                        const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
-                        Bytes* bytes, core::HostMemory* where, int* device) {
-  auto r = shm.Resolve(field, {ref.region(), ref.offset(), ref.byte_size()}, &request->regions);
+                        const ShmAccess& shm, core::GemmRequest* request, Bytes* bytes,
+                        core::HostMemory* where, int* device) {
+  auto r = shm.registry.Resolve(field, {ref.region(), ref.offset(), ref.byte_size()},
+                                &request->regions, shm.caller);
   if (!r.ok()) return r.status();
   if (r->on_device) {
     if (*device >= 0 && *device != r->device) {
@@ -70,9 +77,9 @@ absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field
 
 // An input given inline (`bytes`) or by reference (`ref`, when `has_ref`), not both.
 absl::Status InputFromProto(const std::string& bytes, bool has_ref, const v1::SharedMemoryRef& ref,
-                            const std::string& field, const std::string& name,
-                            const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
-                            absl::string_view* out, core::HostMemory* where, int* device) {
+                            const std::string& field, const std::string& name, const ShmAccess& shm,
+                            core::GemmRequest* request, absl::string_view* out,
+                            core::HostMemory* where, int* device) {
   *out = bytes;
   if (!has_ref) return absl::OkStatus();
   if (!bytes.empty()) {
@@ -82,9 +89,8 @@ absl::Status InputFromProto(const std::string& bytes, bool has_ref, const v1::Sh
   return ResolveShm(ref, absl::StrCat(field, ".", name, "_shm"), shm, request, out, where, device);
 }
 
-absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
-                              const core::SharedMemoryRegistry& shm, core::GemmRequest* request,
-                              core::Problem* out) {
+absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field, const ShmAccess& shm,
+                              core::GemmRequest* request, core::Problem* out) {
   out->m = p.m();
   out->n = p.n();
   out->k = p.k();
@@ -161,7 +167,9 @@ std::pair<core::WorkKind, int64_t> WorkOf(const v1::GemmRequest& proto) {
 
 absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::Time arrival,
                                             absl::Time rpc_deadline, const core::Limits& limits,
-                                            const core::SharedMemoryRegistry& shm) {
+                                            const core::SharedMemoryRegistry& registry,
+                                            const core::Caller& caller) {
+  const ShmAccess shm{.registry = registry, .caller = caller};
   // NOTE: before anything is converted: a group's domain problems cost memory per entry.
   if (proto.work_case() != v1::GemmRequest::WORK_NOT_SET) {
     const auto [kind, count] = WorkOf(proto);

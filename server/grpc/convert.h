@@ -16,11 +16,13 @@ namespace gemm::service {
 // Maps the request's fields (INVALID_ARGUMENT for unknown enum values). A group of more problems
 // or a batch of a larger count than `limits` allow is refused before any problem is converted.
 // `arrival` + timeout_us and `rpc_deadline` (whichever is earlier) become the request deadline.
-// Shared-memory references are resolved through `shm` (NOT_FOUND / INVALID_ARGUMENT naming the
-// field); the request holds the regions it points into.
+// Shared-memory references are resolved through `shm` as `caller` sees it (NOT_FOUND /
+// INVALID_ARGUMENT naming the field; another caller's region is NOT_FOUND unless `caller` is an
+// admin); the request holds the regions it points into.
 absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::Time arrival,
                                             absl::Time rpc_deadline, const core::Limits& limits,
-                                            const core::SharedMemoryRegistry& shm);
+                                            const core::SharedMemoryRegistry& shm,
+                                            const core::Caller& caller);
 
 // Moves the result's outputs into `proto` (no copy of the data).
 void ToProto(core::GemmResult&& result, v1::GemmResponse* proto);

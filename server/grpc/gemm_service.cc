@@ -35,8 +35,10 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Serve(absl::string_view method,
                                                  grpc::ByteBuffer* response, Handler handler) {
   Request in;
   Response out;
-  absl::Status s = ParseMessage(*request, method, &in);
-  if (s.ok()) s = handler(in, &out);
+  absl::StatusOr<CallGrant> grant = state_.Enter(*context, method);
+  absl::Status s = grant.status();
+  if (s.ok()) s = ParseMessage(*request, method, &in);
+  if (s.ok()) s = handler(grant->caller, in, &out);
   if (s.ok()) {
     absl::StatusOr<grpc::ByteBuffer> bytes = SerializeMessage(out);
     if (bytes.ok()) *response = std::move(*bytes);
@@ -54,11 +56,13 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
   auto* reactor = context->DefaultReactor();
   const absl::Time arrival = absl::Now();
   auto request = std::make_shared<v1::GemmRequest>();  // the request borrows its operands
-  absl::Status s = ParseMessage(*request_bytes, "Gemm", request.get());
+  absl::StatusOr<CallGrant> entered = state_.Enter(*context, "Gemm");
+  absl::Status s = entered.status();
+  if (s.ok()) s = ParseMessage(*request_bytes, "Gemm", request.get());
   if (s.ok()) s = state_.Admit();
   absl::StatusOr<core::GemmRequest> domain =
       s.ok() ? FromProto(*request, arrival, RpcDeadline(*context), engine().limits(),
-                         engine().shared_memory())
+                         engine().shared_memory(), entered->caller)
              : absl::StatusOr<core::GemmRequest>(s);
   if (!domain.ok()) {
     state_.Observe("Gemm", domain.status().code(), nullptr);
@@ -69,8 +73,11 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
   item->request = std::move(*domain);
   item->arrival = arrival;
   item->cancelled = [context] { return context->IsCancelled(); };
-  item->done = [this, reactor, response_bytes,
-                id = request->request_id()](absl::StatusOr<core::GemmResult> result) {
+  // The call's slot among its caller's open calls is held until the answer is sent.
+  item->done = [this, reactor, response_bytes, id = request->request_id(),
+                grant = std::make_shared<CallGrant>(std::move(*entered))](
+                   absl::StatusOr<core::GemmResult> result) {
+    grant->slot.Reset();
     absl::Status status = result.status();
     if (result.ok()) {
       v1::GemmResponse response;
@@ -114,9 +121,10 @@ grpc::ServerUnaryReactor* GemmServiceImpl::ReleaseMatrix(grpc::CallbackServerCon
                                                          grpc::ByteBuffer* response) {
   return Serve<v1::ReleaseMatrixRequest, v1::ReleaseMatrixResponse>(
       "ReleaseMatrix", context, request, response,
-      [this](const v1::ReleaseMatrixRequest& in, v1::ReleaseMatrixResponse* /*out*/) {
+      [this](const core::Caller& caller, const v1::ReleaseMatrixRequest& in,
+             v1::ReleaseMatrixResponse* /*out*/) {
         if (in.handle().empty()) return absl::InvalidArgumentError("handle: is empty");
-        return engine().registry().Release(in.handle());
+        return engine().registry().Release(in.handle(), caller);
       });
 }
 
@@ -125,8 +133,9 @@ grpc::ServerUnaryReactor* GemmServiceImpl::ListMatrices(grpc::CallbackServerCont
                                                         grpc::ByteBuffer* response) {
   return Serve<v1::ListMatricesRequest, v1::ListMatricesResponse>(
       "ListMatrices", context, request, response,
-      [this](const v1::ListMatricesRequest& /*in*/, v1::ListMatricesResponse* out) {
-        for (const auto& e : engine().registry().List()) {
+      [this](const core::Caller& caller, const v1::ListMatricesRequest& /*in*/,
+             v1::ListMatricesResponse* out) {
+        for (const auto& e : engine().registry().List(caller)) {
           ToProto(*e.matrix, e.in_flight, out->add_matrices());
         }
         return absl::OkStatus();
@@ -138,7 +147,8 @@ grpc::ServerUnaryReactor* GemmServiceImpl::GetServerInfo(grpc::CallbackServerCon
                                                          grpc::ByteBuffer* response) {
   return Serve<v1::GetServerInfoRequest, v1::ServerInfo>(
       "GetServerInfo", context, request, response,
-      [this](const v1::GetServerInfoRequest& /*in*/, v1::ServerInfo* out) {
+      [this](const core::Caller& /*caller*/, const v1::GetServerInfoRequest& /*in*/,
+             v1::ServerInfo* out) {
         ToProto(engine().backend().Describe(), engine().limits(), out);
         out->set_version(state_.options().version);
         return absl::OkStatus();
@@ -150,7 +160,8 @@ grpc::ServerUnaryReactor* GemmServiceImpl::RegisterSharedMemory(
     grpc::ByteBuffer* response) {
   return Serve<v1::RegisterSharedMemoryRequest, v1::SharedMemoryInfo>(
       "RegisterSharedMemory", context, request, response,
-      [this, context](const v1::RegisterSharedMemoryRequest& in, v1::SharedMemoryInfo* out) {
+      [this, context](const core::Caller& caller, const v1::RegisterSharedMemoryRequest& in,
+                      v1::SharedMemoryInfo* out) {
         if (!IsLocalPeer(context->peer())) {
           // A remote caller cannot share memory with us; it must not map the host's objects.
           return absl::PermissionDeniedError(absl::StrCat(
@@ -160,7 +171,7 @@ grpc::ServerUnaryReactor* GemmServiceImpl::RegisterSharedMemory(
         }
         // NOTE: maps and page-locks on this gRPC thread (pinning large ranges takes a while); a
         // registration is rare next to the requests it serves.
-        auto region = engine().shared_memory().Register(FromProto(in));
+        auto region = engine().shared_memory().Register(FromProto(in), caller);
         if (region.ok()) ToProto(**region, 0, out);
         return region.status();
       });
@@ -171,10 +182,10 @@ grpc::ServerUnaryReactor* GemmServiceImpl::UnregisterSharedMemory(
     grpc::ByteBuffer* response) {
   return Serve<v1::UnregisterSharedMemoryRequest, v1::UnregisterSharedMemoryResponse>(
       "UnregisterSharedMemory", context, request, response,
-      [this](const v1::UnregisterSharedMemoryRequest& in,
+      [this](const core::Caller& caller, const v1::UnregisterSharedMemoryRequest& in,
              v1::UnregisterSharedMemoryResponse* /*out*/) {
         if (in.name().empty()) return absl::InvalidArgumentError("name: is empty");
-        return engine().shared_memory().Unregister(in.name());
+        return engine().shared_memory().Unregister(in.name(), caller);
       });
 }
 
@@ -183,8 +194,9 @@ grpc::ServerUnaryReactor* GemmServiceImpl::ListSharedMemory(grpc::CallbackServer
                                                             grpc::ByteBuffer* response) {
   return Serve<v1::ListSharedMemoryRequest, v1::ListSharedMemoryResponse>(
       "ListSharedMemory", context, request, response,
-      [this](const v1::ListSharedMemoryRequest& /*in*/, v1::ListSharedMemoryResponse* out) {
-        for (const auto& e : engine().shared_memory().List()) {
+      [this](const core::Caller& caller, const v1::ListSharedMemoryRequest& /*in*/,
+             v1::ListSharedMemoryResponse* out) {
+        for (const auto& e : engine().shared_memory().List(caller)) {
           ToProto(*e.region, e.in_flight, out->add_regions());
         }
         return absl::OkStatus();

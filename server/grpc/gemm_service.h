@@ -2,8 +2,9 @@
 // to the GemmEngine and finishes RPCs from the engine's completion callbacks (never blocking a
 // gRPC thread on compute). Every method is registered raw (grpc::ByteBuffer in and out) and
 // parses its messages itself (wire_message.h), so bytes that are not the request message are
-// answered INVALID_ARGUMENT naming the message. Reflection and health are separate services and
-// unaffected.
+// answered INVALID_ARGUMENT naming the message. Every method first admits its caller
+// (ServiceState::Enter: authentication, the method's role, the caller's open calls); reflection
+// and health are separate services and unaffected.
 #pragma once
 
 #include <memory>
@@ -77,8 +78,9 @@ class GemmServiceImpl final : public RawGemmService {
  private:
   GemmServiceImpl(core::GemmEngine* engine, Options options) : state_(engine, std::move(options)) {}
 
-  // A unary RPC that completes on the calling thread: parses `request` as a Request, runs
-  // `handler` on it and answers its Response (or its error).
+  // A unary RPC that completes on the calling thread: admits the caller (ServiceState::Enter),
+  // parses `request` as a Request, runs `handler` on the caller and it, and answers its Response
+  // (or its error).
   template <class Request, class Response, class Handler>
   grpc::ServerUnaryReactor* Serve(absl::string_view method, grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request, grpc::ByteBuffer* response,

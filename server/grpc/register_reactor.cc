@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "gemm/v1/gemm_service.pb.h"
 #include "server/grpc/convert.h"
+#include "server/grpc/refused_call.h"
 #include "server/grpc/status_util.h"
 #include "server/grpc/wire_message.h"
 
@@ -33,9 +34,10 @@ constexpr absl::string_view kMethod = "RegisterMatrix";
 // Lifetime: gRPC's OnDone and each armed alarm's callback hold a reference; the last one deletes.
 class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
+  // `grant` admitted the caller, who will own the matrix; the upload holds its call slot.
   RegisterReactor(ServiceState* state, grpc::CallbackServerContext* context,
-                  grpc::ByteBuffer* response)
-      : state_(state), context_(context), response_(response) {
+                  grpc::ByteBuffer* response, CallGrant grant)
+      : state_(state), context_(context), response_(response), grant_(std::move(grant)) {
     absl::MutexLock lock(&mu_);
     last_chunk_ = absl::Now();
     ArmIdleTimerLocked(last_chunk_ + state_->options().upload_idle_timeout);
@@ -62,7 +64,7 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
 
   void OnDone() override {
     if (!published_.empty() && context_->IsCancelled()) {
-      (void)state_->engine().registry().Release(published_);
+      (void)state_->engine().registry().Release(published_, grant_.caller);
     }
     Unref();
   }
@@ -86,7 +88,7 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       auto desc = FromProto(chunk_.header());
       if (!desc.ok()) return desc.status();
       core::GemmEngine& engine = state_->engine();
-      auto reg = engine.registry().Begin(std::move(*desc), engine.limits().max_dim);
+      auto reg = engine.registry().Begin(std::move(*desc), engine.limits().max_dim, grant_.caller);
       if (!reg.ok()) return reg.status();
       registration_ = std::move(*reg);
     } else if (chunk_.has_header()) {
@@ -110,7 +112,7 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
     ToProto(**m, 0, &info);
     absl::StatusOr<grpc::ByteBuffer> bytes = SerializeMessage(info);
     if (!bytes.ok()) {
-      (void)state_->engine().registry().Release((*m)->desc().handle);
+      (void)state_->engine().registry().Release((*m)->desc().handle, grant_.caller);
       return FailLocked(bytes.status());
     }
     *response_ = std::move(*bytes);
@@ -172,6 +174,7 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   ServiceState* const state_;
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer* const response_;
+  const CallGrant grant_;
   std::atomic<int> refs_{1};  // OnDone's, plus one per armed alarm
   std::atomic<bool> cancelled_{false};
   std::string published_;  // the handle published (read at OnDone, after the last reaction)
@@ -190,7 +193,12 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
 grpc::ServerReadReactor<grpc::ByteBuffer>* NewRegisterMatrix(ServiceState* state,
                                                              grpc::CallbackServerContext* context,
                                                              grpc::ByteBuffer* response) {
-  return new RegisterReactor(state, context, response);
+  absl::StatusOr<CallGrant> grant = state->Enter(*context, kMethod);
+  if (!grant.ok()) {
+    return new RefusedCall<grpc::ServerReadReactor<grpc::ByteBuffer>>(*state, kMethod,
+                                                                      grant.status());
+  }
+  return new RegisterReactor(state, context, response, std::move(*grant));
 }
 
 }  // namespace gemm::service

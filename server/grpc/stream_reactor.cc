@@ -14,6 +14,7 @@
 #include "gemm/v1/gemm_service.pb.h"
 #include "server/core/answer_batch.h"
 #include "server/grpc/convert.h"
+#include "server/grpc/refused_call.h"
 #include "server/grpc/response_pack.h"
 #include "server/grpc/status_util.h"
 #include "server/grpc/wire_message.h"
@@ -76,8 +77,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
  public:
   using In = typename Messages::In;
 
-  StreamReactor(ServiceState* state, grpc::CallbackServerContext* context)
-      : state_(state), context_(context) {
+  // `grant` admitted the caller; the stream holds its call slot until it is done.
+  StreamReactor(ServiceState* state, grpc::CallbackServerContext* context, CallGrant grant)
+      : state_(state), context_(context), grant_(std::move(grant)) {
     absl::MutexLock lock(&mu_);
     StartReadLocked();
   }
@@ -187,7 +189,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     const absl::Time arrival = absl::Now();
     std::string id = request->request_id();
     auto domain = FromProto(*request, arrival, RpcDeadline(*context_), state_->engine().limits(),
-                            state_->engine().shared_memory());
+                            state_->engine().shared_memory(), grant_.caller);
     if (!domain.ok()) {
       Complete(id, domain.status(), 0);
       return nullptr;
@@ -321,6 +323,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   ServiceState* const state_;
   grpc::CallbackServerContext* const context_;
+  const CallGrant grant_;
   // Set once the call is broken; polled by queued requests (never through the context, which
   // goes away with the call).
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
@@ -343,16 +346,28 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   grpc::Status status_ ABSL_GUARDED_BY(mu_);  // how the call ends unless broken
 };
 
+// A stream of `Messages` for an admitted caller, or a call refused with why not.
+template <class Messages>
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewStream(
+    ServiceState* state, grpc::CallbackServerContext* context) {
+  absl::StatusOr<CallGrant> grant = state->Enter(*context, Messages::kMethod);
+  if (!grant.ok()) {
+    return new RefusedCall<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
+        *state, Messages::kMethod, grant.status());
+  }
+  return new StreamReactor<Messages>(state, context, std::move(*grant));
+}
+
 }  // namespace
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewGemmStream(
     ServiceState* state, grpc::CallbackServerContext* context) {
-  return new StreamReactor<SingleMessages>(state, context);
+  return NewStream<SingleMessages>(state, context);
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewGemmStreamPacked(
     ServiceState* state, grpc::CallbackServerContext* context) {
-  return new StreamReactor<PackedMessages>(state, context);
+  return NewStream<PackedMessages>(state, context);
 }
 
 }  // namespace gemm::service

@@ -11,6 +11,8 @@ void ApplyServingFlags(ServerOptions& options);
 void ApplyLimitsFlags(ServerOptions& options);
 // Request coalescing and queueing (batching_flags.cc).
 void ApplyBatchingFlags(ServerOptions& options);
+// TLS, callers and their roles, reflection and the metrics address (security_flags.cc).
+void ApplySecurityFlags(ServerOptions& options);
 // Transport and allocator tuning (tuning_flags.cc).
 void ApplyTuningFlags(ServerOptions& options);
 #ifdef GEMM_HAVE_CUDA_BACKEND

@@ -15,6 +15,7 @@ ServerOptions ServerOptionsFromFlags() {
   ApplyServingFlags(options);
   ApplyLimitsFlags(options);
   ApplyBatchingFlags(options);
+  ApplySecurityFlags(options);
   ApplyTuningFlags(options);
 #ifdef GEMM_HAVE_CUDA_BACKEND
   ApplyCudaFlags(options);
@@ -24,7 +25,7 @@ ServerOptions ServerOptionsFromFlags() {
 
 bool IsUserFlagFile(absl::string_view path) {
   return path == "server/options/serving_flags.cc" || path == "server/options/limits_flags.cc" ||
-         path == "server/options/batching_flags.cc";
+         path == "server/options/batching_flags.cc" || path == "server/options/security_flags.cc";
 }
 
 }  // namespace gemm::server

@@ -10,6 +10,8 @@
 #include "absl/time/time.h"
 #include "server/core/engine.h"
 #include "server/cpu/cpu_backend.h"
+#include "server/grpc/authorizer.h"
+#include "server/grpc/server_credentials.h"
 #include "server/grpc/service_state.h"
 #ifdef GEMM_HAVE_CUDA_BACKEND
 #include "server/gpu/cuda_backend.h"
@@ -40,6 +42,15 @@ struct ProcessOptions {
   // Keep freed large buffers in the heap instead of unmapping them (glibc malloc only).
   // Default true.
   bool reuse_large_buffers = true;
+  // Address the metrics HTTP port binds. Default "127.0.0.1" (this host only).
+  std::string metrics_host = "127.0.0.1";
+  // TLS or mutual TLS on the gRPC port; plaintext by default.
+  service::TlsOptions tls;
+  // Serve gRPC server reflection. Default true.
+  bool reflection = true;
+  // Plaintext port serving only grpc.health.v1 (for probes that speak no TLS), on --host; 0
+  // (default): none.
+  int health_port = 0;
 };
 
 // Everything gemm_server is configured with.
@@ -47,6 +58,8 @@ struct ServerOptions {
   ProcessOptions process;
   core::GemmEngine::Options engine;
   service::ServiceOptions service;
+  // Who may call what (the service's authorizer is built from these files).
+  service::AuthOptions auth;
   cpu::CpuBackendOptions cpu;
 #ifdef GEMM_HAVE_CUDA_BACKEND
   gpu::CudaBackendOptions cuda;

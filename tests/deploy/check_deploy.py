@@ -506,12 +506,17 @@ def check_overlay(res, name, objects, flags, health_service, flag_map, image_uid
               f"{tag} containerPort metrics = {metrics_port}",
               str(by_name.get("metrics")))
 
+    # With TLS on the gRPC port the kubelet's probes (plaintext) ask the health-only port.
+    probe_port = effective("GEMM_HEALTH_PORT", "health_port") or grpc_port
+    if probe_port != grpc_port:
+        res.check(by_name.get("health") == probe_port, f"{tag} containerPort health = {probe_port}",
+                  str(by_name.get("health")))
     for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
         probe = c.get(kind)
         if not res.check(bool(probe) and "grpc" in probe, f"{tag} {kind} is a native gRPC probe"):
             continue
-        res.check(to_int(probe["grpc"].get("port")) == grpc_port,
-                  f"{tag} {kind} port = {grpc_port}", str(probe["grpc"].get("port")))
+        res.check(to_int(probe["grpc"].get("port")) == probe_port,
+                  f"{tag} {kind} port = {probe_port}", str(probe["grpc"].get("port")))
         service = probe["grpc"].get("service", "")
         allowed = {health_service} if kind != "livenessProbe" else {"", health_service}
         res.check(service in allowed, f"{tag} {kind} asks the health service for {service!r}",

@@ -112,7 +112,8 @@ absl::StatusOr<core::GemmRequest> RequestWorld::Admit(v1::GemmRequest& proto,
     for (v1::Problem& p : *proto.mutable_group()->mutable_problems()) SwapHandle(handles_, &p);
   }
   const absl::Time arrival = absl::FromUnixSeconds(1'000'000'000);
-  auto request = service::FromProto(proto, arrival, absl::InfiniteFuture(), limits, regions_);
+  auto request =
+      service::FromProto(proto, arrival, absl::InfiniteFuture(), limits, regions_, core::Caller{});
   absl::Status status = request.status();
   if (request.ok()) status = core::ValidateRequest(limits, matrices_, &*request).status();
   if (!status.ok()) {

@@ -32,10 +32,9 @@ int ServerProcess::FreePort() {
   return port;
 }
 
-absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(std::vector<std::string> flags,
-                                                                    absl::Duration ready_timeout,
-                                                                    std::string binary,
-                                                                    int max_open_files) {
+absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
+    std::vector<std::string> flags, absl::Duration ready_timeout, std::string binary,
+    int max_open_files, client::GemmClient::Options client_options) {
   if (binary.empty()) binary = GEMM_SERVER_PATH;
   const int port = FreePort();
   std::vector<std::string> args = {binary, absl::StrCat("--port=", port), "--host=127.0.0.1",
@@ -56,7 +55,8 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(std::vector<
     _exit(127);
   }
   std::unique_ptr<ServerProcess> p(new ServerProcess(pid, port));
-  auto client = client::GemmClient::Create({.target = p->target()});
+  client_options.target = p->target();
+  auto client = client::GemmClient::Create(client_options);
   if (!client.ok()) return client.status();
   p->client_ = std::move(*client);
   const absl::Time deadline = absl::Now() + ready_timeout;

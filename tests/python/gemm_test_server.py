@@ -36,8 +36,11 @@ class Server:
     """A gemm_server child process: Server(binary, extra_flags).start() ... .stop(). `port`: listen
     there (default: a free port, a fresh one when it was taken in between)."""
 
-    def __init__(self, binary: str, flags=(), log_path: str = None, port: int = None):
+    def __init__(self, binary: str, flags=(), log_path: str = None, port: int = None,
+                 credentials: grpc.ChannelCredentials = None):
+        """`credentials`: what the readiness check connects with (default: plaintext)."""
         self.binary = binary
+        self.credentials = credentials
         self.flags = list(flags)
         self.fixed_port = port
         self.port = None
@@ -67,7 +70,8 @@ class Server:
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        with grpc.insecure_channel(self.target) as channel:
+        with (grpc.insecure_channel(self.target) if self.credentials is None
+              else grpc.secure_channel(self.target, self.credentials)) as channel:
             stub = pb_grpc.GemmServiceStub(channel)
             while time.monotonic() < deadline:
                 if self.proc.poll() is not None:

@@ -9,9 +9,11 @@ import argparse
 import fractions
 import math
 import os
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import unittest
 
 import numpy as np
@@ -110,6 +112,61 @@ class Bf16Test(unittest.TestCase):
         bits = np.arange(0, 1 << 16, dtype=np.uint32).astype(np.uint16)
         finite = np.isfinite(from_bf16(bits))
         np.testing.assert_array_equal(to_bf16(from_bf16(bits))[finite], bits[finite])
+
+
+class TlsTokenTest(unittest.TestCase):
+    """GemmClient(target, tls=Tls(...), token=...) against a server with TLS (a certificate made
+    with openssl here) and a tokens file: the token's call succeeds, a call without one is
+    UNAUTHENTICATED, a plaintext client gets no answer."""
+
+    @classmethod
+    def setUpClass(cls):
+        if SERVER_BINARY is None:
+            raise unittest.SkipTest("no --server given")
+        cls.dir = tempfile.mkdtemp(prefix="gemm_tls_")
+        d = cls.dir
+        script = (
+            "set -e; printf 'subjectAltName=IP:127.0.0.1\\n' > san.ext; "
+            "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 "
+            "-subj /CN=py-ca -keyout ca.key -out ca.pem; "
+            "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost "
+            "-keyout server.key -out server.csr; "
+            "openssl x509 -req -days 2 -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+            "-extfile san.ext -out server.pem")
+        subprocess.run(["bash", "-c", script], cwd=d, check=True, capture_output=True)
+        cls.token = "py-test-token-0123456789"
+        with open(os.path.join(d, "tokens"), "w") as f:
+            f.write(f"{cls.token} infer name=py\n")
+        cls.tls = gemm_client.Tls(ca_file=os.path.join(d, "ca.pem"))
+        cls.server = Server(SERVER_BINARY, [f"--tls_cert={d}/server.pem",
+                                            f"--tls_key={d}/server.key",
+                                            f"--auth_tokens_file={d}/tokens"],
+                            credentials=grpc.composite_channel_credentials(
+                                cls.tls.credentials(),
+                                grpc.access_token_call_credentials(cls.token))).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def test_token_over_tls_is_served(self):
+        a = np.ones((2, 3), np.float32)
+        b = np.ones((3, 4), np.float32)
+        with GemmClient(self.server.target, tls=self.tls, token=self.token, timeout=30) as c:
+            np.testing.assert_array_equal(c.matmul(a, b), np.full((2, 4), 3, np.float32))
+
+    def test_no_token_is_unauthenticated(self):
+        with GemmClient(self.server.target, tls=self.tls, timeout=30) as c:
+            with self.assertRaises(GemmError) as e:
+                c.server_info()
+        self.assertEqual(e.exception.code, grpc.StatusCode.UNAUTHENTICATED)
+
+    def test_plaintext_client_gets_no_answer(self):
+        with GemmClient(self.server.target, timeout=5) as c:
+            with self.assertRaises(GemmError) as e:
+                c.server_info()
+        self.assertEqual(e.exception.code, grpc.StatusCode.UNAVAILABLE)
 
 
 class ClientTest(unittest.TestCase):

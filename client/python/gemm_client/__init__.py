@@ -13,8 +13,8 @@ Works with Debian 12's python3-grpcio, python3-protobuf and python3-numpy.
 """
 
 from .bf16 import from_bf16, round_to_bf16, to_bf16
-from .client import GemmClient, GemmError, ResidentMatrix
+from .client import GemmClient, GemmError, ResidentMatrix, Tls
 from .shm import SharedMemoryRegion
 
-__all__ = ["GemmClient", "GemmError", "ResidentMatrix", "SharedMemoryRegion", "to_bf16",
+__all__ = ["GemmClient", "GemmError", "ResidentMatrix", "SharedMemoryRegion", "Tls", "to_bf16",
            "from_bf16", "round_to_bf16"]

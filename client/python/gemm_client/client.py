@@ -4,6 +4,7 @@ Thread-safety: one GemmClient may be used from several threads (gRPC channels ar
 `last_timing` then reflects whichever call finished last.
 """
 
+import dataclasses
 import itertools
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -76,6 +77,44 @@ class ResidentMatrix:
 BOperand = Union[np.ndarray, ResidentMatrix, str]
 
 
+@dataclasses.dataclass(frozen=True)
+class Tls:
+    """TLS settings of a GemmClient: PEM files of the CA that signed the server's certificate
+    (None: the system's CAs) and, for mutual TLS, the client's certificate and key."""
+    ca_file: Optional[str] = None
+    cert_file: Optional[str] = None
+    key_file: Optional[str] = None
+
+    def credentials(self) -> grpc.ChannelCredentials:
+        """gRPC channel credentials reading the files now."""
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("tls: set cert_file and key_file together")
+
+        def read(path):
+            if path is None:
+                return None
+            with open(path, "rb") as f:
+                return f.read()
+        return grpc.ssl_channel_credentials(root_certificates=read(self.ca_file),
+                                            private_key=read(self.key_file),
+                                            certificate_chain=read(self.cert_file))
+
+
+def _channel_credentials(tls, token: Optional[str]) -> Optional[grpc.ChannelCredentials]:
+    """Credentials for `tls` (None/False: plaintext, True: system CAs, a Tls) and `token` (sent as
+    "authorization: Bearer <token>"; implies TLS, since gRPC sends no token in plaintext)."""
+    if not tls and token is None:
+        return None
+    if tls is True or not tls:
+        tls = Tls()
+    if not isinstance(tls, Tls):
+        raise TypeError(f"tls: expected None, True or gemm_client.Tls, got {type(tls).__name__}")
+    creds = tls.credentials()
+    if token is not None:
+        creds = grpc.composite_channel_credentials(creds, grpc.access_token_call_credentials(token))
+    return creds
+
+
 class GemmClient:
     """Client of one gemm-service target ("host:port", "dns:///name:port", ...).
 
@@ -86,15 +125,20 @@ class GemmClient:
 
     def __init__(self, target: str = "localhost:50051", *, timeout: Optional[float] = 60.0,
                  max_message_bytes: int = _DEFAULT_MAX_MESSAGE,
-                 options: Sequence[Tuple[str, object]] = ()):
+                 options: Sequence[Tuple[str, object]] = (),
+                 tls: Union[None, bool, Tls] = None, token: Optional[str] = None):
         """`timeout`: default deadline of every call in seconds (None: none).
         `max_message_bytes`: gRPC send/receive limit; match the server's --max_message_bytes.
-        `options`: extra gRPC channel arguments."""
+        `options`: extra gRPC channel arguments.
+        `tls`: None (plaintext), True (TLS verified by the system's CAs) or Tls(ca_file=...,
+        cert_file=..., key_file=...). `token`: bearer token sent with every call (implies TLS)."""
         opts = [("grpc.max_send_message_length", int(max_message_bytes)),
                 ("grpc.max_receive_message_length", int(max_message_bytes))] + list(options)
         self.target = target
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(target, options=opts)
+        creds = _channel_credentials(tls, token)
+        self._channel = (grpc.insecure_channel(target, options=opts) if creds is None
+                         else grpc.secure_channel(target, creds, options=opts))
         self._stub = pb_grpc.GemmServiceStub(self._channel)
         self._ids = itertools.count()
         self.last_timing = None  # gemm.v1.Timing of the last successful unary call
