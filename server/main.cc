@@ -6,7 +6,6 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 #include <malloc.h>
-#include <signal.h>
 #if GEMM_HAVE_TCMALLOC
 #include <gperftools/tcmalloc.h>
 #endif
@@ -37,6 +36,7 @@
 #include "server/listener/open_files.h"
 #include "server/listener/port_in_use.h"
 #include "server/options/server_options.h"
+#include "server/process/termination_signals.h"
 
 #ifndef GEMM_HAVE_TCMALLOC
 #define GEMM_HAVE_TCMALLOC 0
@@ -115,17 +115,6 @@ void CapConnections(const ProcessOptions& o, const gemm::server::OpenFileLimit& 
                       << "room for (" << room << "): connections past that are shed when the "
                       << "process runs out of descriptors";
   }
-}
-
-// Blocks the termination signals in this thread and every thread started after it; WaitAndDrain
-// waits for them.
-sigset_t BlockTerminationSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
 }
 
 // Raises the open-file limit into `files` and checks what must hold before anything starts: a
@@ -300,11 +289,10 @@ class GaugeThread {
 // refused from here on; the ones accepted before are answered. Shutdown waits (up to the drain
 // timeout) for every call, and a stream call ends only after each request it handed to the
 // engine is answered, so the engine keeps running until Shutdown returns.
-void WaitAndDrain(const sigset_t& signals, absl::Duration drain_timeout,
+void WaitAndDrain(gemm::server::TerminationSignals& signals, absl::Duration drain_timeout,
                   gemm::service::GemmServiceImpl& service, grpc::Server& server,
                   gemm::core::GemmEngine& engine, GaugeThread& gauges) {
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const int sig = signals.AwaitFirst();
   GEMM_LOG(INFO) << "signal " << sig << ": draining (up to " << drain_timeout << ")";
   service.StartDrain();
   SetServing(server, false);
@@ -316,7 +304,7 @@ void WaitAndDrain(const sigset_t& signals, absl::Duration drain_timeout,
 
 // Serves with options `o` until SIGTERM or SIGINT; 0 after a drain, 1 when start-up fails.
 int Run(const ServerOptions& o) {
-  const sigset_t signals = BlockTerminationSignals();
+  gemm::server::TerminationSignals signals;
   gemm::server::OpenFileLimit files;
   if (!PrepareProcess(o.process, &files)) return 1;
   absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args =
