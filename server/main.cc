@@ -10,10 +10,8 @@
 #include <gperftools/tcmalloc.h>
 #endif
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,8 +102,7 @@ void CapConnections(const ProcessOptions& o, const gemm::server::OpenFileLimit& 
   const int64_t open = gemm::server::CountOpenFiles();
   const int64_t room = gemm::server::DefaultMaxConnections(files.now, open);
   const int64_t cap = o.max_connections > 0 ? o.max_connections : room;
-  gemm::server::SetConnectionCap(open + std::min(cap, std::numeric_limits<int64_t>::max() - open),
-                                 port);
+  gemm::server::SetConnectionCap(cap, port);
   GEMM_LOG(INFO) << "open files: limit " << files.now
                  << (files.now != files.before ? absl::StrCat(" (raised from ", files.before, ")")
                                                : std::string())
