@@ -6,15 +6,12 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 #include <malloc.h>
-#include <signal.h>
 #if GEMM_HAVE_TCMALLOC
 #include <gperftools/tcmalloc.h>
 #endif
 
-#include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +36,7 @@
 #include "server/listener/open_files.h"
 #include "server/listener/port_in_use.h"
 #include "server/options/server_options.h"
+#include "server/process/termination_signals.h"
 
 #ifndef GEMM_HAVE_TCMALLOC
 #define GEMM_HAVE_TCMALLOC 0
@@ -106,8 +104,7 @@ void CapConnections(const ProcessOptions& o, const gemm::server::OpenFileLimit& 
   const int64_t open = gemm::server::CountOpenFiles();
   const int64_t room = gemm::server::DefaultMaxConnections(files.now, open);
   const int64_t cap = o.max_connections > 0 ? o.max_connections : room;
-  gemm::server::SetConnectionCap(open + std::min(cap, std::numeric_limits<int64_t>::max() - open),
-                                 port);
+  gemm::server::SetConnectionCap(cap, port);
   GEMM_LOG(INFO) << "open files: limit " << files.now
                  << (files.now != files.before ? absl::StrCat(" (raised from ", files.before, ")")
                                                : std::string())
@@ -117,17 +114,6 @@ void CapConnections(const ProcessOptions& o, const gemm::server::OpenFileLimit& 
                       << "room for (" << room << "): connections past that are shed when the "
                       << "process runs out of descriptors";
   }
-}
-
-// Blocks the termination signals in this thread and every thread started after it; WaitAndDrain
-// waits for them.
-sigset_t BlockTerminationSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  return signals;
 }
 
 // Raises the open-file limit into `files` and checks what must hold before anything starts: a
@@ -209,7 +195,7 @@ std::unique_ptr<gemm::service::GemmServiceImpl> BuildService(const ServerOptions
   const auto& answers = (*service)->options().answers;
   GEMM_LOG(INFO) << "stream answers held: up to " << (answers.per_stream_bytes >> 20)
                  << " MiB per stream, " << (answers.server_bytes >> 20) << " MiB in all"
-                 << (o.service.answers.server_bytes == 0 ? " (a quarter of physical memory)" : "")
+                 << (o.service.answers.server_bytes == 0 ? " (a quarter of usable memory)" : "")
                  << "; uploads idle for " << (*service)->options().upload_idle_timeout
                  << " are abandoned";
   return std::move(*service);
@@ -362,12 +348,11 @@ class GaugeThread {
 // refused from here on; the ones accepted before are answered. Shutdown waits (up to the drain
 // timeout) for every call, and a stream call ends only after each request it handed to the
 // engine is answered, so the engine keeps running until Shutdown returns.
-void WaitAndDrain(const sigset_t& signals, absl::Duration drain_timeout,
+void WaitAndDrain(gemm::server::TerminationSignals& signals, absl::Duration drain_timeout,
                   gemm::service::GemmServiceImpl& service, grpc::Server& server,
                   grpc::Server* health_server, gemm::core::GemmEngine& engine,
                   GaugeThread& gauges) {
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const int sig = signals.AwaitFirst();
   GEMM_LOG(INFO) << "signal " << sig << ": draining (up to " << drain_timeout << ")";
   service.StartDrain();
   SetServing(server, health_server, false);
@@ -380,7 +365,7 @@ void WaitAndDrain(const sigset_t& signals, absl::Duration drain_timeout,
 
 // Serves with options `o` until SIGTERM or SIGINT; 0 after a drain, 1 when start-up fails.
 int Run(const ServerOptions& o) {
-  const sigset_t signals = BlockTerminationSignals();
+  gemm::server::TerminationSignals signals;
   if (absl::Status s = CheckSecurity(o); !s.ok()) {
     GEMM_LOG(ERROR) << s;
     return 1;

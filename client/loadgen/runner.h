@@ -3,7 +3,8 @@
 // up at the end. It wires the parts that do the work: the operands and request templates (with
 // resident B registered per target, or an --shm region), the dispatcher that decides when
 // requests go out (closed or open loop), the issuer that sends them through gRPC's callback API
-// (or the sync callers), the checker of the answers, and the window counters.
+// (or the sync callers), the judge of the answers (OutcomeRecorder), the window counters, and
+// the measurement of a point (PointMeasurer).
 //
 // Closed loop keeps `concurrency` requests in flight; open loop sends at `rate` requests/s
 // regardless of completions and measures latency from each request's intended send time, so a

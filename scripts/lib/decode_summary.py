@@ -8,10 +8,11 @@ completion, total; mean microseconds per request) and its logged host time per u
 
 Usage: decode_summary.py OUT_DIR
 """
-import json
 import os
 import re
 import sys
+
+import loadgen_report
 
 
 def seconds(t):
@@ -59,8 +60,8 @@ def main():
         if not f.endswith(".json"):
             continue
         name = f[:-5]
-        p = json.load(open(os.path.join(out, f)))["points"][0]
-        st = p["server_timing_us"]
+        p = loadgen_report.load(os.path.join(out, f))["points"][0]
+        st = loadgen_report.server_timing_us(p)
         rpm = p.get("stream_requests", 0) / max(1, p.get("stream_messages", 0))
         srv, lg = cpu_us_per_request(os.path.join(out, name + ".cpu"), p["throughput_rps"])
         print(f"{name:30} {p['throughput_rps']:8.0f} {p['latency_ms']['mean']:8.3f} "

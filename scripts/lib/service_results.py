@@ -14,9 +14,12 @@ bench/run_bench.sh uses), e.g. nvidia-h100-80gb-hbm3.
 """
 import argparse
 import json
+import math
 import os
 import re
 import sys
+
+import loadgen_report
 
 
 def gpu_names(report):
@@ -37,7 +40,7 @@ def point_figures(name, flags, report):
     if not any(p.get("target_rate") for p in points):
         points = points[-1:]
     for p in points:
-        st = p.get("server_timing_us", {})
+        st = loadgen_report.server_timing_us(p)
         lat = p["latency_ms"]
         fig = {
             "point": name,
@@ -51,12 +54,16 @@ def point_figures(name, flags, report):
             "mean_ms": round(lat["mean"], 3),
             "p50_ms": round(lat["p50"], 3),
             "p99_ms": round(lat["p99"], 3),
-            "batch": round(st.get("batch_requests", 0), 1),
-            "server_compute_us": round(st.get("compute", 0), 1),
+            "batch": round(st["batch_requests"], 1),
+            "server_compute_us": round(st["compute"], 1),
             "errors": sum(p.get("errors", {}).values()),
             "verified": p.get("verify", {}).get("checked", 0),
             "mismatches": p.get("verify", {}).get("mismatches", 0),
         }
+        bad = [k for k, v in fig.items() if isinstance(v, float) and not math.isfinite(v)]
+        if bad:
+            sys.exit(f"point {name} ({p.get('label')}): no figure for {', '.join(bad)} "
+                     f"(requests ok: {p.get('requests_ok')})")
         out.append({k: v for k, v in fig.items() if v is not None})
     return out
 
@@ -97,8 +104,7 @@ def main():
             ap.error(f"--point takes NAME:REPORT[:SERVER_FLAGS], got {spec!r}")
         name, path = parts[0], parts[1]
         flags = parts[2] if len(parts) == 3 else ""
-        with open(path, encoding="utf-8") as f:
-            report = json.load(f)
+        report = loadgen_report.load(path)
         names = gpu_names(report)
         if not names:
             sys.exit(f"{path}: the report names no GPU (server: {report.get('server')})")

@@ -30,9 +30,8 @@ struct Limits {
   int64_t max_message_bytes = (int64_t{1} << 30) + (int64_t{16} << 20);
   // Largest batch count or group size, at most kMaxProblemsLimit. Default 1024.
   int64_t max_problems = 1024;
-  // Bytes of work held at once for requests accepted and not yet answered: their operands in
-  // request messages plus their responses. 0 (default): kInFlightShare of host memory; at most
-  // kMaxInFlightShare of it.
+  // The engine's admission budget (WorkBudget; --max_in_flight_bytes says what it counts). 0
+  // (default): kInFlightShare of host memory; at most kMaxInFlightShare of it.
   int64_t max_in_flight_bytes = 0;
   // Cap on bytes of resident matrices (all of them). Default 64 GiB; at most kResidentShare of
   // host memory where the backend keeps them in host memory.

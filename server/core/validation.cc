@@ -31,6 +31,9 @@ struct Totals {
   const char* response_flag = "";
 };
 
+// Whether `p`'s output travels in the response message (not written to shared memory).
+bool OutputInResponse(const Problem& p) { return p.d_dest.empty(); }
+
 absl::Status CheckDim(const std::string& field, const char* name, int64_t v, int64_t max_dim) {
   if (v < 1) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".", name, ": must be >= 1, got ", v));
@@ -47,7 +50,7 @@ absl::Status CheckDim(const std::string& field, const char* name, int64_t v, int
 absl::StatusOr<ProblemBytes> Sizes(const std::string& field, const Problem& p) {
   const std::optional<int64_t> a = CheckedProduct(p.m, p.k, 2, p.count);
   const std::optional<int64_t> b_one = CheckedProduct(p.k, p.n, 2);
-  const std::optional<int64_t> d = CheckedProduct(p.m, p.n, DTypeBytes(p.out_dtype), p.count);
+  const std::optional<int64_t> d = OutputBytes(p);
   const char* what = !a ? ".a: count*M*K*2" : !b_one ? ".b: K*N*2" : !d ? ": count*M*N*dtype" : "";
   if (*what != '\0') {
     return absl::ResourceExhaustedError(
@@ -155,8 +158,7 @@ absl::Status CheckOutput(const Limits& limits, const std::string& field, bool ba
     return absl::InvalidArgumentError(
         absl::StrCat(field, ".beta: is ", p->beta, " but no c was given"));
   }
-  if (!p->d_dest.empty()) {
-    // D goes to shared memory, not into the response message.
+  if (!OutputInResponse(*p)) {
     if (static_cast<int64_t>(p->d_dest.size()) != size.d) {
       return absl::InvalidArgumentError(absl::StrCat(field, ".d_shm: names ", p->d_dest.size(),
                                                      " bytes, the output needs ",
@@ -193,6 +195,23 @@ absl::Status CheckProblem(const Limits& limits, const MatrixRegistry& registry,
 }
 
 }  // namespace
+
+std::optional<int64_t> OutputBytes(const Problem& p) {
+  return CheckedProduct(p.m, p.n, DTypeBytes(p.out_dtype), p.count);
+}
+
+int64_t ResponseBytes(const GemmRequest& request) {
+  int64_t total = 0;
+  for (const Problem& p : request.problems) {
+    if (!OutputInResponse(p)) continue;
+    const std::optional<int64_t> bytes = OutputBytes(p);
+    if (!bytes.has_value() || *bytes < 0 || *bytes >= kSaturatedResponseBytes - total) {
+      return kSaturatedResponseBytes;
+    }
+    total += *bytes;
+  }
+  return total;
+}
 
 std::string ProblemField(WorkKind kind, size_t index) {
   switch (kind) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,13 +18,28 @@
 
 namespace gemm::core {
 
+// Where ResponseBytes() saturates: far above any response a server sends, low enough that
+// thousands of saturated figures held at once cannot overflow a 64-bit sum.
+inline constexpr int64_t kSaturatedResponseBytes = int64_t{1} << 50;
+
+// The bytes of problem `p`'s output, count*M*N elements of its output dtype (also C's size), or
+// nullopt when they overflow 64 bits.
+std::optional<int64_t> OutputBytes(const Problem& p);
+
+// The output bytes of `request` that its response carries (outputs written to shared memory
+// excluded): what ValidateRequest() reports as RequestBytes::response for a valid request. For
+// a request validation refuses (a negative size, or one past kSaturatedResponseBytes) it is
+// kSaturatedResponseBytes. The one definition of a response's size: the engine's in-flight
+// budget and the streams' answer budget both count it.
+int64_t ResponseBytes(const GemmRequest& request);
+
 // The byte sizes of a valid request.
 struct RequestBytes {
   // A, B and C bytes wherever they live (what --max_request_bytes bounds; resident B excluded).
   int64_t operands = 0;
   // Of those, the bytes carried in the request message.
   int64_t in_message = 0;
-  // D bytes the response carries (outputs written to shared memory excluded).
+  // D bytes the response carries (outputs written to shared memory excluded): ResponseBytes().
   int64_t response = 0;
   // What the server holds in its memory for the request until it is answered.
   int64_t held() const { return in_message + response; }

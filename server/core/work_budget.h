@@ -1,7 +1,9 @@
-// WorkBudget: the bytes of work the server holds at once for requests it accepted and has not
-// answered yet (operands in request messages plus responses). Admission takes a request's bytes
-// from it and the answer gives them back, so that many small requests asking for large answers
-// cannot together exhaust the host's memory. Thread-safe.
+// WorkBudget: the engine's admission budget (--max_in_flight_bytes): the bytes of the requests
+// it is computing, operands in request messages plus response outputs (RequestBytes::held()).
+// Admission takes a request's bytes and handing its answer to the call gives them back, so that
+// many small requests asking for large answers cannot together exhaust the host's memory. Stream
+// answers waiting to be written are bounded apart, by backpressure (service::AnswerBudget).
+// Thread-safe.
 #pragma once
 
 #include <cstdint>

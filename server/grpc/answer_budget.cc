@@ -1,10 +1,7 @@
 // AnswerBudget (see answer_budget.h).
 #include "server/grpc/answer_budget.h"
 
-#include <optional>
-
 #include "absl/strings/str_cat.h"
-#include "server/core/checked_math.h"
 #include "server/core/usable_memory.h"
 
 namespace gemm::service {
@@ -21,11 +18,13 @@ absl::StatusOr<AnswerBudget::Options> AnswerBudget::Resolve(Options options) {
         absl::StrCat("--max_stream_answer_bytes: must be >= 1, got ", options.per_stream_bytes));
   }
   const int64_t usable = UsableMemoryBytes();
-  if (options.server_bytes < 0 || (usable > 0 && options.server_bytes > usable)) {
+  // NOTE: half, so that with the engine's in-flight budget (at most the other half,
+  // core::kMaxInFlightShare) the bytes both bound together fit in the host's memory.
+  if (options.server_bytes < 0 || (usable > 0 && options.server_bytes > usable / 2)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--max_answer_bytes: must be between 0 (a quarter of usable memory) and the host's "
+        "--max_answer_bytes: must be between 0 (a quarter of usable memory) and half the host's "
         "usable memory (",
-        usable, " bytes), got ", options.server_bytes));
+        usable / 2, " bytes), got ", options.server_bytes));
   }
   if (options.server_bytes == 0) options.server_bytes = DefaultServerBytes();
   return options;
@@ -34,20 +33,6 @@ absl::StatusOr<AnswerBudget::Options> AnswerBudget::Resolve(Options options) {
 int64_t AnswerBudget::DefaultServerBytes() {
   const int64_t usable = UsableMemoryBytes();
   return usable > 0 ? usable / 4 : int64_t{1} << 30;  // unknown: 1 GiB
-}
-
-int64_t AnswerBytes(const core::GemmRequest& request) {
-  int64_t total = 0;
-  for (const core::Problem& p : request.problems) {
-    if (!p.d_dest.empty()) continue;
-    const std::optional<int64_t> bytes =
-        core::CheckedProduct(p.count, p.m, p.n, core::DTypeBytes(p.out_dtype));
-    if (!bytes.has_value() || *bytes < 0 || *bytes >= kMaxAnswerBytes - total) {
-      return kMaxAnswerBytes;
-    }
-    total += *bytes;
-  }
-  return total;
 }
 
 }  // namespace gemm::service

@@ -1,38 +1,39 @@
-// Backpressure for stream answers. A stream holds the bytes of its answers from the moment a
-// request is handed to the engine (its expected output size) until the answer is written to the
-// client; it reads its next message only while it holds less than the per-stream cap and the
-// whole server holds less than the server cap, so a client that sends faster than it reads is
-// slowed down by HTTP/2 flow control instead of growing the server. A stream that holds nothing
-// always reads its next message: one answer larger than the caps still goes, alone, and no stream
-// is starved by others.
+// Backpressure for stream answers (--max_stream_answer_bytes, --max_answer_bytes). A stream holds
+// the bytes of each answer (core::ResponseBytes of its request) from the moment the request is
+// handed to the engine until the answer is written to the client or dropped; it reads its next
+// message only while it holds less than the per-stream cap and the whole server holds less than
+// the server cap, so a client that sends faster than it reads is slowed down by HTTP/2 flow
+// control instead of growing the server. A stream that holds nothing always reads its next
+// message: one answer larger than the caps still goes, alone, and no stream is starved by others.
+//
+// NOTE: this is not the engine's admission budget (--max_in_flight_bytes, core::WorkBudget). That
+// one refuses a request (RESOURCE_EXHAUSTED) whose operands and response do not fit beside those
+// of requests being computed, and gives the bytes back when the answer is handed to the call.
+// This one never refuses: it stops reading, and it keeps counting an answer until it has been
+// written, which is where a client that does not read holds the server's memory.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "server/core/types.h"
 
 namespace gemm::service {
-
-// Where AnswerBytes saturates: far above any answer a server sends, low enough that thousands of
-// saturated estimates held at once cannot overflow a 64-bit sum.
-inline constexpr int64_t kMaxAnswerBytes = int64_t{1} << 50;
 
 class AnswerBudget {
  public:
   struct Options {
-    // Most answer bytes one stream holds before it stops reading. Default 256 MiB.
+    // --max_stream_answer_bytes. Default 256 MiB.
     int64_t per_stream_bytes = int64_t{256} << 20;
-    // Most answer bytes all streams hold together before they stop reading; 0: a quarter of the
-    // host's physical memory (DefaultServerBytes()).
+    // --max_answer_bytes; 0 (default): DefaultServerBytes().
     int64_t server_bytes = 0;
   };
 
   // `options` with a zero server cap replaced by DefaultServerBytes(); INVALID_ARGUMENT for a
-  // per-stream cap below 1 or a server cap below 0 or above the host's physical memory.
+  // per-stream cap below 1 or a server cap below 0 or above half the host's usable memory.
   static absl::StatusOr<AnswerBudget::Options> Resolve(Options options);
-  // A quarter of the host's physical memory (1 GiB when it cannot be read).
+  // A quarter of the host's usable memory (RAM or the cgroup limit; 1 GiB when it cannot be
+  // read).
   static int64_t DefaultServerBytes();
 
   // `options` resolved (see Resolve).
@@ -56,9 +57,5 @@ class AnswerBudget {
   const Options options_;
   std::atomic<int64_t> held_{0};
 };
-
-// The bytes of `request`'s outputs (count*M*N elements of the output dtype per problem, none for
-// an output written to shared memory), saturating at kMaxAnswerBytes (sizes validation refuses).
-int64_t AnswerBytes(const core::GemmRequest& request);
 
 }  // namespace gemm::service

@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "gemm/v1/gemm_service.pb.h"
 #include "server/core/answer_batch.h"
+#include "server/core/validation.h"
 #include "server/grpc/convert.h"
 #include "server/grpc/refused_call.h"
 #include "server/grpc/response_pack.h"
@@ -194,7 +195,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
       Complete(id, domain.status(), 0);
       return nullptr;
     }
-    *bytes = AnswerBytes(*domain);
+    *bytes = core::ResponseBytes(*domain);
     {
       absl::MutexLock lock(&mu_);
       held_bytes_ += *bytes;

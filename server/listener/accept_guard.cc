@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/log.h"
+#include "server/listener/open_connections.h"
 
 namespace gemm::server {
 namespace {
@@ -32,7 +34,7 @@ constexpr absl::Duration kLogEvery = absl::Seconds(10);
 // NOTE: the guard's state is process-wide because accept4() is: constant-initialized, so it is
 // valid whenever accept4() is called.
 ABSL_CONST_INIT std::atomic<Accept4Fn> libc_accept4{nullptr};  // set by InstallAcceptGuard
-ABSL_CONST_INIT std::atomic<int64_t> first_shed{0};
+ABSL_CONST_INIT std::atomic<int64_t> max_open{0};
 ABSL_CONST_INIT std::atomic<int> capped_port{0};
 ABSL_CONST_INIT std::atomic<int64_t> shed_for_cap{0};
 ABSL_CONST_INIT std::atomic<int64_t> shed_for_descriptors{0};
@@ -99,21 +101,26 @@ bool ConnectionError(int err) {
   }
 }
 
-// Whether `fd` has the descriptor number of the connection cap or more, and was accepted on a
-// listener bound to the capped port.
-bool PastCap(int listener, int fd) {
-  const int64_t cap = first_shed.load(std::memory_order_relaxed);
-  if (cap <= 0 || fd < cap) return false;
+// The port `listener` is bound to, or -1.
+int ListenerPort(int listener) {
   sockaddr_storage address{};
   socklen_t size = sizeof(address);
-  if (getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size) != 0) return false;
-  int port = -1;
+  if (getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size) != 0) return -1;
   if (address.ss_family == AF_INET) {
-    port = ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
-  } else if (address.ss_family == AF_INET6) {
-    port = ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+    return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
   }
-  return port == capped_port.load(std::memory_order_relaxed);
+  if (address.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  }
+  return -1;
+}
+
+// Records connection `fd`, accepted on `listener`, as open; false when it is past the cap of
+// the capped port (then the caller closes it).
+bool Admit(int listener, int fd) {
+  const int port = ListenerPort(listener);
+  const bool capped = port == capped_port.load(std::memory_order_relaxed);
+  return AdmitConnection(fd, port, capped ? max_open.load(std::memory_order_relaxed) : 0);
 }
 
 bool NonBlocking(int fd) {
@@ -141,7 +148,7 @@ int GuardedAccept4(Accept4Fn libc, int listener, sockaddr* addr, socklen_t* addr
     if (addr_len != nullptr) *addr_len = addr_size;
     const int fd = libc(listener, addr, addr_len, flags);
     if (fd >= 0) {
-      if (!PastCap(listener, fd)) return fd;
+      if (Admit(listener, fd)) return fd;
       close(fd);
       CountShed(shed_for_cap);
       continue;
@@ -172,6 +179,11 @@ absl::Status InstallAcceptGuard() {
   if (libc == nullptr) {
     return absl::FailedPreconditionError("accept guard: libc's accept4 not found");
   }
+  rlimit files{};
+  const int64_t max_descriptors =
+      getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+          ? static_cast<int64_t>(files.rlim_cur)
+          : int64_t{1} << 20;
   {
     absl::MutexLock lock(&spare_mu);
     if (libc_accept4.load() != nullptr) {
@@ -182,13 +194,14 @@ absl::Status InstallAcceptGuard() {
       return absl::UnavailableError("accept guard: cannot open a spare descriptor (/dev/null)");
     }
   }
+  if (absl::Status s = StartCountingConnections(max_descriptors); !s.ok()) return s;
   libc_accept4.store(libc, std::memory_order_release);
   return absl::OkStatus();
 }
 
-void SetConnectionCap(int64_t first_shed_descriptor, int port) {
+void SetConnectionCap(int64_t max_connections, int port) {
   capped_port.store(port, std::memory_order_relaxed);
-  first_shed.store(first_shed_descriptor, std::memory_order_relaxed);
+  max_open.store(max_connections, std::memory_order_relaxed);
 }
 
 ShedConnections ConnectionsShed() {

@@ -12,9 +12,9 @@
 //    closes a spare descriptor kept for this, accepts and closes the connection, reopens the
 //    spare, and goes on until the backlog is empty, then reports EAGAIN so that gRPC re-arms
 //    the listener;
-//  - closes at once a connection to the capped port whose descriptor number reaches the
-//    connection cap (descriptors are handed out lowest first, so that number means the process
-//    holds as many); other listeners (the /metrics one) draw on the reserve below the limit;
+//  - closes at once a connection to the capped port while as many connections accepted on it as
+//    the cap are open (counted by open_connections.h: accepted and not yet closed); other
+//    listeners (the /metrics one) are not capped;
 //  - retries the per-connection errors Linux reports from accept4 (ECONNABORTED, EPROTO, ...)
 //    and turns a shortage of memory (ENOBUFS, ENOMEM) into EAGAIN.
 // Shed connections are counted (ConnectionsShed) and logged at most every 10 s. Every accept4()
@@ -28,14 +28,16 @@
 namespace gemm::server {
 
 // Turns the guard on for every accept4() in the process, keeping one spare descriptor open for
-// shedding. Call once, before the gRPC server starts. FAILED_PRECONDITION when called twice or
-// when libc's accept4 cannot be found, UNAVAILABLE when the spare cannot be opened.
+// shedding, and starts counting open connections (up to the open-file limit in force now). Call
+// once, before the gRPC server starts. FAILED_PRECONDITION when called twice or when libc's
+// accept4 or close cannot be found, UNAVAILABLE when the spare cannot be opened.
 absl::Status InstallAcceptGuard();
 
-// Closes every connection accepted on a listener bound to `port` (the gRPC port) whose
-// descriptor number is `first_shed_descriptor` or more; `first_shed_descriptor` <= 0 (the
-// default): no cap, only the descriptor limit sheds. Thread-safe.
-void SetConnectionCap(int64_t first_shed_descriptor, int port);
+// Closes at once every connection accepted on a listener bound to `port` (the gRPC port) while
+// `max_connections` connections accepted on it are open; `max_connections` <= 0 (the default):
+// no cap, only the descriptor limit sheds. Connections accepted before the call count too.
+// Thread-safe.
+void SetConnectionCap(int64_t max_connections, int port);
 
 struct ShedConnections {
   int64_t max_connections = 0;     // closed at once for the connection cap

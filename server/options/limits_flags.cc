@@ -21,10 +21,11 @@ ABSL_FLAG(int64_t, max_response_bytes, kLimits.max_response_bytes,
 ABSL_FLAG(int64_t, max_message_bytes, kLimits.max_message_bytes,
           "gRPC max send/receive message size (bytes, 4 MiB to 2147483647).");
 ABSL_FLAG(int64_t, max_in_flight_bytes, kLimits.max_in_flight_bytes,
-          "Bytes the server holds at once for requests accepted and not yet answered: operands "
-          "in request messages plus responses; a request that does not fit gets "
-          "RESOURCE_EXHAUSTED (bytes; 0: 25% of the host's memory, physical RAM or the cgroup "
-          "limit if smaller; at most 50% of it).");
+          "Admission budget: bytes of the requests the server is computing, from admission until "
+          "the answer is handed to its call (operands in request messages plus response "
+          "outputs); a request that does not fit gets RESOURCE_EXHAUSTED. Stream answers waiting "
+          "to be written count under --max_answer_bytes (bytes; 0: 25% of the host's memory, "
+          "physical RAM or the cgroup limit if smaller; at most 50% of it).");
 ABSL_FLAG(int64_t, max_resident_bytes, kLimits.max_resident_bytes,
           "Cap on resident matrix bytes (bytes; with the cpu backend, which keeps them in host "
           "memory, lowered to 25% of host memory).");
@@ -41,14 +42,15 @@ ABSL_FLAG(int32_t, upload_idle_timeout_s,
           "A RegisterMatrix upload that receives no chunk for this many seconds ends "
           "DEADLINE_EXCEEDED and gives its reserved bytes back.");
 ABSL_FLAG(int64_t, max_stream_answer_bytes, kService.answers.per_stream_bytes,
-          "Bytes of answers one GemmStream/GemmStreamPacked call may hold (being computed, "
-          "waiting or being written) before the server stops reading its requests until the "
-          "client reads answers (HTTP/2 flow control then holds the client back); a single "
-          "larger answer still goes, alone.");
+          "Stream backpressure, never a refusal: bytes of response outputs one "
+          "GemmStream/GemmStreamPacked call may hold, from handing a request to the engine until "
+          "its answer is written to the client, before the server stops reading its requests "
+          "(HTTP/2 flow control then holds the client back); a single larger answer still goes, "
+          "alone (bytes).");
 ABSL_FLAG(int64_t, max_answer_bytes, kService.answers.server_bytes,
-          "Bytes of stream answers all calls together may hold before every stream holding some "
-          "stops reading until its answers are written (0: a quarter of the host's physical "
-          "memory).");
+          "The same backpressure over all streams together: while their answers hold this many "
+          "bytes, every stream holding some stops reading until its answers are written (bytes; "
+          "0: a quarter of the host's memory; at most half of it).");
 
 namespace gemm::server {
 

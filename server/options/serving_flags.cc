@@ -30,10 +30,10 @@ ABSL_FLAG(bool, reuse_port, kProcess.reuse_port,
           "refused at start (\"port N is in use\", exit 1). Each process still needs its own "
           "--metrics_port.");
 ABSL_FLAG(int64_t, max_connections, kProcess.max_connections,
-          "Most client connections held at once (counted by descriptor number); one past it is "
-          "closed as soon as accepted. 0: the open-file limit, which start-up raises to its hard "
-          "limit, less the descriptors open once the server listens and a reserve of 1/8 of the "
-          "limit (at least 32) for files, shared-memory regions and scrapes.");
+          "Most client connections open at once; one past it is closed as soon as accepted. 0: "
+          "the open-file limit, which start-up raises to its hard limit, less the descriptors "
+          "open once the server listens and a reserve of 1/8 of the limit (at least 32) for "
+          "files, shared-memory regions and scrapes.");
 ABSL_FLAG(int32_t, cpu_workers, gemm::cpu::CpuBackendOptions{}.workers,
           "CPU backend worker threads.");
 

@@ -1,8 +1,11 @@
-// Integration: health checking and reflection answer, server info describes the backend, and
-// SIGTERM drains in-flight requests before the server exits 0.
+// Integration: health checking and reflection answer, server info describes the backend,
+// SIGTERM drains in-flight requests before the server exits 0, and a second SIGTERM during the
+// drain changes nothing.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
 
 #include <atomic>
 #include <thread>
@@ -84,6 +87,41 @@ TEST(LifecycleTest, HealthServerInfoAndGracefulDrain) {
   EXPECT_EQ(code, 0);
   EXPECT_EQ(ok.load(), kInFlight);
   EXPECT_EQ(failed.load(), 0);
+}
+
+// A second SIGTERM while the server drains is ignored: the request in flight is answered and the
+// process exits 0. OpenBLAS starts its thread pool while the library loads, before main; the
+// child gets a pool of 4 threads whatever this machine's cores, so a pool thread that could take
+// the signal exists here.
+TEST(LifecycleTest, SecondSigtermDuringTheDrainIsIgnored) {
+  ASSERT_EQ(setenv("OPENBLAS_NUM_THREADS", "4", 1), 0);
+  // A request against a resident B waits --max_queue_delay_us (2 s) in the queue: the drain
+  // lasts that long whatever the machine's speed.
+  auto server =
+      ServerProcess::Start({"--backend=cpu", "--cpu_workers=1", "--drain_timeout_s=60",
+                            "--dispatch_when_idle=false", "--max_queue_delay_us=2000000"});
+  unsetenv("OPENBLAS_NUM_THREADS");
+  ASSERT_TRUE(server.ok()) << server.status();
+  ServerProcess& s = **server;
+  absl::BitGen gen;
+  const HostProblem p = RandomProblem(8, 16, 32, /*b_nk=*/true, false, 1, 0, gen);
+  auto weight = RegisterNkWeight(s.client(), "w", p.n, p.k, p.b);
+  ASSERT_TRUE(weight.ok()) << weight.status();
+  v1::GemmRequest request;
+  FillProto(p, request.mutable_problem());
+  request.mutable_problem()->clear_b();
+  request.mutable_problem()->set_b_handle(weight->handle());
+  absl::StatusOr<v1::GemmResponse> response;
+  std::thread caller([&] { response = s.client().Gemm(request, absl::Seconds(60)); });
+  absl::SleepFor(absl::Milliseconds(300));  // the request waits in the queue
+  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  absl::SleepFor(absl::Milliseconds(300));  // the drain waits for the request
+  ASSERT_EQ(kill(s.pid(), SIGTERM), 0);
+  const int code = s.Stop(0, absl::Seconds(60));  // signal 0: only waits for the exit
+  caller.join();
+  EXPECT_EQ(code, 0) << "128 + n: killed by signal n";
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_LE(OutputError(p, response->outputs(0)), Tolerance(p));
 }
 
 }  // namespace

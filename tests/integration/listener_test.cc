@@ -1,7 +1,8 @@
 // Integration: the gRPC listener's guards on real gemm_server processes. A port another server
-// listens on is refused at start unless both pass --reuse_port; and the listener keeps accepting
+// listens on is refused at start unless both pass --reuse_port; the listener keeps accepting
 // after more idle connections than the process has descriptors for (closed at the connection
-// cap, or shed once the process is out of descriptors).
+// cap, or shed once the process is out of descriptors); and --max_connections counts the client
+// connections that are open.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -193,6 +194,68 @@ void FloodThenServe(const std::vector<std::string>& extra_flags, const std::stri
     if (shed <= 0) absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_GT(shed, 0) << series;
+}
+
+// A client with a connection of its own to `server` (not the process-wide subchannel pool, which
+// would hand it a connection made earlier).
+std::unique_ptr<client::GemmClient> OwnConnection(ServerProcess& server) {
+  auto c = client::GemmClient::Create(
+      {.target = server.target(),
+       .channel_args = {{.name = GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, .value = 1}}});
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+// One small GEMM through `c`: its status.
+absl::Status SmallGemm(client::GemmClient& c) {
+  absl::BitGen gen;
+  const HostProblem p = RandomProblem(8, 8, 8, false, false, 1, 0, gen);
+  v1::GemmRequest request;
+  FillProto(p, request.mutable_problem());
+  auto response = c.Gemm(request, absl::Seconds(10));
+  if (!response.ok()) return response.status();
+  if (OutputError(p, response->outputs(0)) > Tolerance(p)) return absl::DataLossError("wrong D");
+  return absl::OkStatus();
+}
+
+// --max_connections=3 with three client connections open (the harness's and two more): a fourth
+// is refused at once while the three keep working; once one closes, a new one gets in, even
+// when the descriptor number it freed went to something else (an idle /metrics connection).
+TEST(ListenerTest, ConnectionCapCountsOpenConnections) {
+  const int metrics_port = ServerProcess::FreePort();
+  auto server = ServerProcess::Start({"--backend=cpu", "--cpu_workers=1", "--max_connections=3",
+                                      absl::StrCat("--metrics_port=", metrics_port)});
+  ASSERT_TRUE(server.ok()) << server.status();
+  ServerProcess& s = **server;
+  auto first = OwnConnection(s);
+  auto second = OwnConnection(s);
+  ASSERT_TRUE(first != nullptr && second != nullptr);
+  ASSERT_TRUE(SmallGemm(*first).ok());
+  ASSERT_TRUE(SmallGemm(*second).ok());
+
+  auto refused = OwnConnection(s);
+  ASSERT_NE(refused, nullptr);
+  const absl::Status past_cap = SmallGemm(*refused);
+  EXPECT_EQ(past_cap.code(), absl::StatusCode::kUnavailable) << past_cap;
+  refused.reset();
+  EXPECT_TRUE(SmallGemm(*first).ok());
+  EXPECT_TRUE(SmallGemm(*second).ok());
+  EXPECT_TRUE(s.client().GetServerInfo().ok());
+
+  first.reset();                            // closes its connection
+  absl::SleepFor(absl::Milliseconds(300));  // the server sees it close
+  const int idle_scrape = ConnectLoopback(metrics_port);
+  ASSERT_GE(idle_scrape, 0);
+  absl::SleepFor(absl::Milliseconds(300));  // the metrics server accepts it
+  absl::Status admitted = absl::UnknownError("not tried");
+  for (int attempt = 0; attempt < 20 && !admitted.ok(); ++attempt) {
+    if (attempt > 0) absl::SleepFor(absl::Milliseconds(250));
+    auto fresh = OwnConnection(s);
+    ASSERT_NE(fresh, nullptr);
+    admitted = SmallGemm(*fresh);
+  }
+  EXPECT_TRUE(admitted.ok()) << "a connection closed but no new one gets in: " << admitted;
+  EXPECT_TRUE(SmallGemm(*second).ok());
+  close(idle_scrape);
 }
 
 TEST(ListenerTest, AcceptsAgainAfterConnectionsPastTheCap) {

@@ -1,7 +1,8 @@
 # Load-generator tests: unit tests of the histogram, workload parsing and report writers
 # (loadgen.unit.*), and short bounded runs of gemm_loadgen against the real gemm_server on the
 # CPU backend whose JSON/CSV/HTML are parsed back (loadgen.e2e.*: closed, open, verify, shm,
-# sync, packed, stopped, late_server, rejected, usage, interrupt, experts). The e2e driver runs
+# sync, packed, stopped, late_server, rejected, usage, interrupt, experts, scripts: the scripts
+# under scripts/lib read the JSON the tool writes). The e2e driver runs
 # with Debian's /usr/bin/python3 (python3-grpcio, numpy).
 add_executable(loadgen_unit_test ${CMAKE_CURRENT_LIST_DIR}/histogram_test.cc
                                  ${CMAKE_CURRENT_LIST_DIR}/stability_test.cc)
@@ -12,7 +13,7 @@ set(GEMM_TEST_PYTHON /usr/bin/python3 CACHE FILEPATH
     "Python with python3-grpcio and python3-numpy for the Python client and loadgen tests")
 if(EXISTS ${GEMM_TEST_PYTHON})
   foreach(_case closed open verify shm sync packed stopped late_server rejected usage interrupt
-                experts)
+                experts scripts)
     add_test(NAME loadgen.e2e.${_case}
              COMMAND ${GEMM_TEST_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/run_loadgen_test.py
                      --case ${_case} --loadgen $<TARGET_FILE:gemm_loadgen>

@@ -6,7 +6,7 @@ runs whose JSON, CSV and HTML reports are parsed back and checked.
       --loadgen build/client/loadgen/gemm_loadgen --server build/server/gemm_server --workdir /tmp/x
 
 Cases: closed, open, verify, shm, sync, packed, stopped, late_server, rejected, usage,
-interrupt, experts.
+interrupt, experts, scripts (scripts/lib read the JSON the tool writes).
 """
 
 import argparse
@@ -19,8 +19,8 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                "python"))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tests", "python"))
 from gemm_test_server import Server, free_port  # noqa: E402
 
 from gemm_client import GemmClient  # noqa: E402
@@ -437,10 +437,65 @@ def case_experts(a):
               f"expert steps were not coalesced: {p['server_timing_ms']}")
 
 
+def case_scripts(a):
+    # The scripts that read the tool's JSON (scripts/lib) read what it writes now: the decode
+    # summary prints the server's timing in microseconds, the results file records it.
+    reports = os.path.join(a.workdir, "reports")
+    os.makedirs(reports, exist_ok=True)
+    for f in os.listdir(reports):
+        os.remove(os.path.join(reports, f))
+    with Server(a.server, log_path=os.path.join(a.workdir, "server.log")) as server:
+        out, paths = run_loadgen(["--target=" + server.target, "--shapes=64x64x64",
+                                  "--concurrency=2"] + FAST, a.loadgen, a.workdir, "scripts")
+    check(out.returncode == 0, f"exit {out.returncode}")
+    report_path = os.path.join(reports, "cpu.json")
+    os.replace(paths["json"], report_path)
+    with open(report_path) as f:
+        point = json.load(f)["points"][0]
+    compute_us = point["server_timing_ms"]["compute"] * 1e3
+    check(compute_us > 0, f"server compute time {compute_us} us")
+    lib = os.path.join(REPO, "scripts", "lib")
+
+    summary = subprocess.run([sys.executable, os.path.join(lib, "decode_summary.py"), reports],
+                             capture_output=True, text=True, timeout=30)
+    print(summary.stdout, summary.stderr, sep="\n")
+    check(summary.returncode == 0, f"decode_summary.py: exit {summary.returncode}")
+    rows = [line.split() for line in summary.stdout.splitlines() if line.startswith("cpu ")]
+    check(len(rows) == 2, f"decode_summary.py: expected the point's two rows, got {rows}")
+    check(abs(float(rows[0][7]) - compute_us) <= 0.051, f"summary compute {rows[0][7]} us, "
+          f"report {compute_us} us")
+    check(abs(float(rows[1][4]) - compute_us) <= 0.051, f"breakdown compute {rows[1][4]} us, "
+          f"report {compute_us} us")
+
+    results = os.path.join(a.workdir, "results")
+    recorded = subprocess.run([sys.executable, os.path.join(lib, "service_results.py"), results,
+                               "--load", "cpu-check", "--what", "64x64x64", "--command", "test",
+                               f"--point=c2:{report_path}:"],
+                              capture_output=True, text=True, timeout=30)
+    print(recorded.stdout, recorded.stderr, sep="\n")
+    check(recorded.returncode == 0, f"service_results.py: exit {recorded.returncode}")
+    [written] = [os.path.join(results, f) for f in os.listdir(results)]
+    with open(written) as f:
+        [fig] = json.load(f)["loads"]["cpu-check"]["points"]
+    check(abs(fig["server_compute_us"] - compute_us) <= 0.051,
+          f"results file compute {fig['server_compute_us']} us, report {compute_us} us")
+    check(abs(fig["batch"] - point["server_timing_ms"]["batch_requests"]) <= 0.051,
+          f"results file batch {fig['batch']}")
+
+    # A report of the old schema (times in microseconds) is refused by name, not misread.
+    old = dict(json.load(open(report_path)), schema_version=1)
+    with open(report_path, "w") as f:
+        json.dump(old, f)
+    refused = subprocess.run([sys.executable, os.path.join(lib, "decode_summary.py"), reports],
+                             capture_output=True, text=True, timeout=30)
+    check(refused.returncode != 0 and "schema_version 2" in refused.stderr,
+          f"old report: exit {refused.returncode}, {refused.stderr[-300:]}")
+
+
 CASES = {"closed": case_closed, "open": case_open, "verify": case_verify, "shm": case_shm,
          "sync": case_sync, "packed": case_packed, "stopped": case_stopped,
          "late_server": case_late_server, "rejected": case_rejected, "usage": case_usage,
-         "interrupt": case_interrupt, "experts": case_experts}
+         "interrupt": case_interrupt, "experts": case_experts, "scripts": case_scripts}
 
 
 def main():

@@ -1,8 +1,9 @@
-// AnswerBudget: when a stream may read its next message, and AnswerBytes: the output bytes a
-// request's answer holds, saturating for sizes validation refuses.
+// AnswerBudget: when a stream may read its next message, and how its caps are resolved.
 #include "server/grpc/answer_budget.h"
 
 #include <gtest/gtest.h>
+
+#include "server/core/usable_memory.h"
 
 namespace gemm::service {
 namespace {
@@ -32,39 +33,17 @@ TEST(AnswerBudgetTest, ResolveChecksTheCapsAndDerivesTheServerCap) {
   ASSERT_TRUE(derived.ok()) << derived.status();
   EXPECT_EQ(derived->server_bytes, AnswerBudget::DefaultServerBytes());
   EXPECT_GT(derived->server_bytes, 0);
+  // At most half the host's memory: the in-flight budget may take the other half.
+  if (core::DetectUsableMemory().bytes > 0) {
+    const int64_t half = 2 * AnswerBudget::DefaultServerBytes();
+    EXPECT_TRUE(AnswerBudget::Resolve({.server_bytes = half}).ok());
+    EXPECT_EQ(AnswerBudget::Resolve({.server_bytes = half + 8}).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
   auto given = AnswerBudget::Resolve({.per_stream_bytes = 7, .server_bytes = 9});
   ASSERT_TRUE(given.ok());
   EXPECT_EQ(given->per_stream_bytes, 7);
   EXPECT_EQ(given->server_bytes, 9);
-}
-
-core::Problem Problem(int64_t count, int64_t m, int64_t n, core::DType out) {
-  core::Problem p;
-  p.count = count;
-  p.m = m;
-  p.n = n;
-  p.out_dtype = out;
-  return p;
-}
-
-TEST(AnswerBytesTest, SumsTheOutputsThatTravelInTheAnswer) {
-  core::GemmRequest r;
-  r.problems.push_back(Problem(2, 3, 5, core::DType::kFP32));  // 120
-  r.problems.push_back(Problem(1, 7, 1, core::DType::kBF16));  // 14
-  char shared[64];
-  r.problems.push_back(Problem(1, 4, 4, core::DType::kFP32));
-  r.problems.back().d_dest = absl::Span<char>(shared, sizeof(shared));  // not in the answer
-  EXPECT_EQ(AnswerBytes(r), 134);
-}
-
-TEST(AnswerBytesTest, SaturatesForSizesThatOverflow) {
-  core::GemmRequest r;
-  r.problems.push_back(Problem(1, int64_t{1} << 40, int64_t{1} << 40, core::DType::kFP32));
-  EXPECT_EQ(AnswerBytes(r), kMaxAnswerBytes);
-  r.problems.push_back(Problem(1, int64_t{1} << 48, 2, core::DType::kBF16));
-  EXPECT_EQ(AnswerBytes(r), kMaxAnswerBytes);
-  r.problems.assign(1, Problem(-1, 4, 4, core::DType::kBF16));
-  EXPECT_EQ(AnswerBytes(r), kMaxAnswerBytes);
 }
 
 }  // namespace

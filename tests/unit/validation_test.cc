@@ -231,6 +231,43 @@ TEST_F(ValidationTest, ReportsTheBytesARequestHolds) {
   EXPECT_EQ(bytes->held(), bytes->in_message + bytes->response);
 }
 
+// ResponseBytes, what a stream's answer budget counts, is the response size validation reports
+// (and the in-flight budget counts): singles, batches and groups, BF16 and FP32, outputs in
+// shared memory excluded.
+TEST_F(ValidationTest, ResponseBytesIsWhatValidationCounts) {
+  limits_.max_request_bytes = 1 << 20;
+  std::vector<GemmRequest> requests(4);
+  requests[0] = Single(3, 4, 5);  // a_, b_: one 3x5 A, one 5x4 B
+  const std::string batch_a(2 * 3 * 5 * 2, '\x3f');
+  std::string d(2 * 3 * 4 * 4, '\0');
+  requests[1].kind = WorkKind::kBatch;
+  requests[1].problems.push_back(
+      {.m = 3, .n = 4, .k = 5, .count = 2, .a = batch_a, .b = b_, .out_dtype = DType::kFP32});
+  requests[2].kind = WorkKind::kGroup;
+  requests[2].problems = {requests[0].problems[0], requests[0].problems[0]};
+  requests[2].problems[1].out_dtype = DType::kFP32;
+  requests[3] = requests[1];
+  requests[3].problems[0].d_dest = absl::MakeSpan(d);  // written to shared memory
+  const int64_t expected[] = {3 * 4 * 2, 2 * 3 * 4 * 4, 3 * 4 * 2 + 3 * 4 * 4, 0};
+  for (size_t i = 0; i < requests.size(); ++i) {
+    EXPECT_EQ(ResponseBytes(requests[i]), expected[i]) << "request " << i;
+    auto bytes = ValidateRequest(limits_, registry_, &requests[i]);
+    ASSERT_TRUE(bytes.ok()) << "request " << i << ": " << bytes.status();
+    EXPECT_EQ(bytes->response, ResponseBytes(requests[i])) << "request " << i;
+  }
+}
+
+// For sizes validation refuses, ResponseBytes saturates instead of wrapping.
+TEST(ResponseBytesTest, SaturatesForSizesThatOverflowOrAreNegative) {
+  GemmRequest r;
+  r.problems.push_back({.m = int64_t{1} << 40, .n = int64_t{1} << 40, .out_dtype = DType::kFP32});
+  EXPECT_EQ(ResponseBytes(r), kSaturatedResponseBytes);
+  r.problems.assign(2, {.m = int64_t{1} << 48, .n = 2});  // 2^50 each: the sum saturates
+  EXPECT_EQ(ResponseBytes(r), kSaturatedResponseBytes);
+  r.problems.assign(1, {.m = 4, .n = 4, .count = -1});
+  EXPECT_EQ(ResponseBytes(r), kSaturatedResponseBytes);
+}
+
 TEST_F(ValidationTest, ClientStringsInMessagesAreCut) {
   auto r = Single(3, 4, 5);
   r.problems[0].b = {};
