@@ -25,10 +25,12 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/core/backend.h"
+#include "server/gpu/copy_batch.h"
 #include "server/gpu/device_context.h"
 #include "server/gpu/event_watcher.h"
 #include "server/gpu/host_copier.h"
@@ -125,8 +127,52 @@ class Executor {
   // Counts `unit` in flight (units and estimated work).
   void CountInFlightLocked(Unit& unit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBatch(core::Batch batch);
-  // Plans, allocates and enqueues `unit`; completes it (now or via the completion thread).
+  // How a stage of RunUnit ended. ok(): go on. Else the unit stops with `status` for its items;
+  // with `items_alone` (and several items), it failed as a whole for a reason that may concern
+  // only some of them (one bad operand, too large together), so each runs as a unit of its own.
+  struct StageResult {
+    absl::Status status;
+    bool items_alone = false;
+    bool ok() const { return status.ok() && !items_alone; }
+  };
+  // Runs `unit` through its stages: resolve (kernel, resident B ready), plan, acquire memory
+  // (device pool, staging, request bytes into staging), enqueue copies and kernels, hand off to
+  // the completion path. A stage that fails hands the unit on through Abandon().
   void RunUnit(std::unique_ptr<Unit> unit);
+  // Ends `unit` after a failed stage (its memory already returned): runs its items alone or
+  // fails them, then hands it to the completion thread.
+  void Abandon(std::unique_ptr<Unit> unit, StageResult result);
+  // Sets `unit`'s kernel from the requested one and the device's self-test outcome.
+  StageResult ResolveKernel(Unit& unit) const;
+  // Waits until the resident B matrices `unit` names have finished uploading.
+  static StageResult WaitForResident(const Unit& unit);
+  // Picks the unit's streams and plans it (sizes; offsets relative to 0).
+  StageResult PlanUnit(Unit& unit) const;
+  // Takes the unit's device memory and staging, plans it at the real addresses and copies the
+  // request bytes into staging; on success the unit owns the memory, else it is returned.
+  StageResult AcquireMemory(Unit& unit);
+  // Copies the unit's operands that are not page-locked into `staging`.
+  StageResult CopyIntoStaging(Unit& unit, char* staging);
+  // Under the stream's enqueue lock: timing events, H2D copies, kernels, D2H copies, and the
+  // free of the device memory after them. Sets unit.status.
+  void EnqueueWork(Unit& unit, absl::Time* mark);
+  // Takes the unit's timing events (unit.timed) and decides whether it is sampled.
+  void TakeEvents(Unit& unit);
+  // Records event `i` of `unit` on `stream` if the unit is timed (and sampled, or i is the
+  // completion event 3); a failure only makes the unit untimed.
+  void RecordEvent(Unit& unit, int i, cudaStream_t stream);
+  absl::Status EnqueueCopiesIn(const Unit& unit);
+  absl::Status EnqueueCopiesOut(Unit& unit);
+  // Enqueues one direction's copies on the unit's stream (host copies, then device copies).
+  absl::Status SubmitCopies(const Unit& unit, std::vector<Copy2D>& copies,
+                            std::vector<Copy2D>& device_copies, cudaMemcpyKind kind);
+  // Enqueues the kernels on the unit's kernel stream, ordered after its copy-in and before its
+  // copy-out; `st` is the copy-in's status (kernels are only launched after a good one).
+  absl::Status EnqueueKernels(Unit& unit, absl::Status st);
+  // Launches the unit's kernel-library calls on its kernel stream.
+  absl::Status LaunchKernels(Unit& unit);
+  // Hands the enqueued unit to its completion path (polled event, else a CUDA host function).
+  void HandOff(std::unique_ptr<Unit> unit, absl::Time launch_start, absl::Time* mark);
   // Runs each item of `u` as a unit of its own (after a coalesced batch failed as a whole for a
   // reason that may concern only some items); leaves `u` without items.
   void RunItemsAlone(Unit* u);
