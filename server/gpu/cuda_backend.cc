@@ -39,12 +39,13 @@ class CudaBackend final : public core::Backend {
     for (const auto& d : devices_) {
       executors_.push_back(std::make_unique<Executor>(
           d, staging_.get(), copier_.get(),
-          Executor::Config{options.launch_threads_per_device, options.completion_threads_per_device,
-                           options.batched_copies, options.max_units_in_flight_per_device,
-                           options.max_work_in_flight_ms_per_device * 1e3, options.serial_kernels,
-                           options.poll_completion, options.merge_copies,
-                           options.watcher_completion_bytes, options.idle_units_per_device,
-                           options.device_units_on_compute_stream, options.gpu_timing_every}));
+          Executor::Config{.launch = options.launch_threads_per_device,
+                           .completion = options.completion_threads_per_device,
+                           .max_in_flight = options.max_units_in_flight_per_device,
+                           .max_work_in_flight_us = options.max_work_in_flight_ms_per_device * 1e3,
+                           .watcher_completion_bytes = options.watcher_completion_bytes,
+                           .idle_units = options.idle_units_per_device,
+                           .gpu_timing_every = options.gpu_timing_every}));
     }
   }
 
@@ -264,8 +265,7 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
     auto ctx = DeviceContext::Create({.ordinal = i,
                                       .pool_cap_bytes = options.pool_cap_bytes,
                                       .streams = options.streams_per_device,
-                                      .high_priority_streams = 2,
-                                      .compute_streams = options.serial_kernels});
+                                      .high_priority_streams = 2});
     if (!ctx.ok()) {
       return absl::Status(ctx.status().code(),
                           absl::StrCat("device ", i, ": ", ctx.status().message()));

@@ -70,10 +70,8 @@ absl::StatusOr<std::shared_ptr<DeviceContext>> DeviceContext::Create(const Optio
   for (int i = 0; i < std::max(1, options.high_priority_streams); ++i) {
     GPU_RETURN_IF_ERROR(make(true, &ctx->high_));
   }
-  if (options.compute_streams) {
-    GPU_RETURN_IF_ERROR(make(false, &ctx->compute_));
-    GPU_RETURN_IF_ERROR(make(true, &ctx->compute_));
-  }
+  GPU_RETURN_IF_ERROR(make(false, &ctx->compute_));
+  GPU_RETURN_IF_ERROR(make(true, &ctx->compute_));
   return ctx;
 }
 

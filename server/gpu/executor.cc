@@ -1,5 +1,5 @@
 // Executor of one GPU (see executor.h): batch -> units -> plan (unit_plan.h) -> pool/staging ->
-// stream work -> host callback or polled event -> completion thread.
+// stream work -> polled event (or host callback) -> completion thread.
 #include "server/gpu/executor.h"
 
 #include <cuda_runtime_api.h>
@@ -74,10 +74,8 @@ void Executor::Start(core::WorkSource* source) {
       CompletionLoop();
     });
   }
-  if (config_.poll_completion) {
-    watcher_ = std::make_unique<EventWatcher>(device_->ordinal(),
-                                              absl::StrCat("gemm-poll-", device_->ordinal()));
-  }
+  watcher_ = std::make_unique<EventWatcher>(device_->ordinal(),
+                                            absl::StrCat("gemm-poll-", device_->ordinal()));
   for (int i = 0; i < config_.launch; ++i) {
     pullers_.emplace_back([this, source] {
       SetCurrentThreadName(absl::StrCat("gemm-launch-", device_->ordinal()));
@@ -357,17 +355,21 @@ Executor::StageResult Executor::WaitForResident(const Unit& u) {
 }
 
 Executor::StageResult Executor::PlanUnit(Unit& u) const {
+  // Copies on one of the device's streams, kernels on its compute stream: kernels never share
+  // the GPU with each other (a persistent kernel sized for all SMs does not wait for half of
+  // them) while other units' copies overlap them.
   u.slot = &device_->NextStream(u.high_priority);
-  const StreamSlot* compute =
-      config_.serial_kernels ? device_->ComputeStream(u.high_priority) : nullptr;
-  u.kslot = compute != nullptr ? compute : u.slot;
+  const StreamSlot* compute = &device_->ComputeStream(u.high_priority);
+  u.kslot = compute;
   if (absl::Status st = BuildPlan(u, 0, device_->ordinal(), /*measure=*/true); !st.ok()) {
     // Several coalesced items: one bad item must not fail the others.
     return {st, /*items_alone=*/absl::IsInvalidArgument(st)};
   }
-  if (compute != nullptr && config_.device_units_on_compute_stream && OnlyDeviceCopies(u)) {
-    u.slot = compute;
-  }
+  // A unit whose every copy is a device copy (operands and outputs in a client's GPU memory,
+  // CUDA IPC) runs wholly on the compute stream (copy kernel in, GEMM, copy kernel out), without
+  // the cross-stream events. NOTE: its copy kernels need SMs, which the persistent GEMM before it
+  // holds anyway, so on a stream of their own they only waited for it and added two event hops.
+  if (OnlyDeviceCopies(u)) u.slot = compute;
   if (u.items.size() > 1 && u.staging_bytes > staging_->max_block_bytes()) {
     // Coalesced past a staging slab: the direct path would copy from pageable memory, which
     // holds this thread for the whole transfer. Each item alone fits in staging (or takes the
@@ -511,12 +513,13 @@ absl::Status Executor::EnqueueCopiesOut(Unit& u) {
 
 absl::Status Executor::SubmitCopies(const Unit& u, std::vector<Copy2D>& copies,
                                     std::vector<Copy2D>& device_copies, cudaMemcpyKind kind) {
-  if (config_.merge_copies) {
-    MergeAdjacentCopies(copies);
-    MergeAdjacentCopies(device_copies);
-  }
-  // Pageable memory (the direct path) keeps one call per copy.
-  const bool batched = config_.batched_copies && !u.direct;
+  // Copies that continue one another on both sides (a coalesced unit's stacked rows through
+  // staging) go out as one copy.
+  MergeAdjacentCopies(copies);
+  MergeAdjacentCopies(device_copies);
+  // Contiguous copies to and from pinned memory go out in one cudaMemcpyBatchAsync call; pageable
+  // memory (the direct path) keeps one call per copy.
+  const bool batched = !u.direct;
   GEMM_RETURN_IF_ERROR(EnqueueCopies(copies, kind, u.slot->stream, batched));
   return EnqueueDeviceCopies(device_copies, u.slot->stream);
 }

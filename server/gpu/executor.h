@@ -1,17 +1,17 @@
 // The executor of one GPU: launch threads pull batches from the WorkSource with Next(ordinal),
 // turns each into one or more units (a coalesced batch sharing a resident B = ONE GEMM over the
 // stacked A rows; a batch request = one strided-batch call; a group request = GemmGrouped), and
-// enqueues each unit on a non-blocking stream: pinned staging -> 2D H2D copies into pitched pool
-// buffers -> kernel -> D2H -> host callback or a polled event (with serial_kernels, the kernels go
-// on the device's compute stream between two events instead, so kernels never run two at a time). A
-// completion thread (or, for a unit with little to copy out, the event watcher itself) then copies
-// results out of staging, frees everything the unit took and completes its WorkItems. Both host
-// copies (request bytes -> staging, staging -> response bytes) are split over the shared
-// HostCopier's threads. The pulling thread never waits on the GPU (except for a single item larger
-// than a staging slab, copied straight from pageable memory; a coalesced unit that large runs its
-// items one by one instead), so consecutive units overlap across streams. Operands and outputs in
-// page-locked client shared memory (registered regions) skip staging: the device copies read and
-// write them in place.
+// enqueues each unit: pinned staging -> 2D H2D copies into pitched pool buffers on one of the
+// device's non-blocking streams -> kernels on the device's compute stream (between two events, so
+// kernels never run two at a time while other units' copies overlap them) -> D2H -> an event the
+// event watcher polls (a CUDA host function when no event could be had). A completion thread (or,
+// for a unit with little to copy out, the event watcher itself) then copies results out of staging,
+// frees everything the unit took and completes its WorkItems. Both host copies (request bytes ->
+// staging, staging -> response bytes) are split over the shared HostCopier's threads. The pulling
+// thread never waits on the GPU (except for a single item larger than a staging slab, copied
+// straight from pageable memory; a coalesced unit that large runs its items one by one instead), so
+// consecutive units overlap across streams. Operands and outputs in page-locked client shared
+// memory (registered regions) skip staging: the device copies read and write them in place.
 #pragma once
 
 #include <array>
@@ -43,9 +43,8 @@ struct Unit;  // one kernel-call group in flight (unit.h)
 class Executor {
  public:
   struct Config {
-    int launch = 4;              // threads pulling batches and enqueuing their GPU work (>= 1)
-    int completion = 8;          // threads completing finished units and answering requests (>= 1)
-    bool batched_copies = true;  // a unit's contiguous copies in one cudaMemcpyBatchAsync
+    int launch = 4;      // threads pulling batches and enqueuing their GPU work (>= 1)
+    int completion = 8;  // threads completing finished units and answering requests (>= 1)
     // A launch thread pulls its next batch only while fewer units than this are in flight on
     // the device (pulled and not completed; a batch being pulled counts as one), so work waits
     // in the batcher, where any device (and more coalescing) can take it, instead of queuing on
@@ -58,17 +57,7 @@ class Executor {
     // whichever GPU frees up first, and for company to batch with) while small ones stay
     // effectively unbounded. 0: no bound.
     double max_work_in_flight_us = 1000;
-    // Every unit's kernels on the device's one compute stream (per priority), in order, while
-    // copies stay on the unit's stream: kernels never share the GPU with each other (a
-    // persistent kernel sized for all SMs does not wait for half of them), copies overlap them.
-    bool serial_kernels = true;
-    // Completion by polling each unit's last event on a thread of its own (EventWatcher) instead
-    // of a CUDA host function enqueued after the unit's work.
-    bool poll_completion = true;
-    // Copies that continue one another on both sides (a coalesced unit's stacked rows through
-    // staging) go out as one copy (MergeAdjacentCopies).
-    bool merge_copies = true;
-    // With poll_completion: a finished unit that copies at most this many bytes out of staging
+    // A finished unit that copies at most this many bytes out of staging
     // into its responses is completed, and its first request answered, on the watcher thread
     // itself (no hand-off to a completion thread); larger ones go to the completion threads, so
     // the watcher goes back to polling. < 0: every unit goes to the completion threads.
@@ -79,12 +68,6 @@ class Executor {
     // NOTE: 1 read 8-24% faster than 0 on decode over --shm at 8, 16 and 64 callers with the
     // default delay, and the same at 64 callers with 50 us (H200 and H100).
     int idle_units = 1;
-    // With serial_kernels: a unit whose every copy is a device copy (operands and outputs in a
-    // client's GPU memory, CUDA IPC) runs wholly on the compute stream (copy kernel in, GEMM,
-    // copy kernel out), without the cross-stream events. Its copy kernels need SMs, which the
-    // persistent GEMM before it holds anyway, so on a stream of their own they only waited for
-    // it and added two event hops per unit.
-    bool device_units_on_compute_stream = true;
     // Only every n-th unit (<= 1: every unit) records the CUDA events that time its copy-in,
     // kernels and copy-out; the others record just the event completion polls, and their answers
     // say the GPU phases were not timed (core::Timing::gpu_timing_skipped). NOTE: the three
@@ -198,6 +181,7 @@ class Executor {
   bool QuickToComplete(const Unit& unit) const;
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
   void DrainAnswers();
+  // CUDA host function completing a unit that has no completion event to poll.
   static void HostCallback(void* unit);
   // EventWatcher's callback: the unit's last event completed (or its query failed).
   static void EventDone(void* unit, cudaError_t result);
@@ -231,7 +215,7 @@ class Executor {
   const Config config_;
   std::vector<std::thread> pullers_;
   std::vector<std::thread> completers_;
-  std::unique_ptr<EventWatcher> watcher_;  // with poll_completion
+  std::unique_ptr<EventWatcher> watcher_;
   // Time spent per Phase, summed over units (nanoseconds).
   std::array<std::atomic<int64_t>, kPhases> phase_ns_{};
   std::atomic<int64_t> units_timed_{0};

@@ -566,11 +566,10 @@ int WrongOfMixedDecodeUnits(const CudaBackendOptions& o, absl::BitGen& gen_) {
   return wrong;
 }
 
-TEST_F(EngineTest, LaunchThreadsSharingOneStreamNeverInterleaveUnits) {
+TEST_F(EngineTest, LaunchThreadsSharingOneCopyStreamNeverInterleaveUnits) {
   CudaBackendOptions o = FastOptions();
   o.launch_threads_per_device = 8;
-  o.streams_per_device = 1;
-  o.serial_kernels = false;  // kernels on the unit's own (single) stream
+  o.streams_per_device = 1;  // every unit's copies on one stream
   EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
 }
 
@@ -580,18 +579,6 @@ TEST_F(EngineTest, SerialKernelsOnTheComputeStreamNeverInterleaveUnits) {
   CudaBackendOptions o = FastOptions();
   o.launch_threads_per_device = 8;
   o.streams_per_device = 4;
-  o.serial_kernels = true;
-  EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
-}
-
-// The same with completion through a CUDA host function after each unit's work instead of the
-// default polling of its last event (EventWatcher): every unit is answered once, with its own
-// results.
-TEST_F(EngineTest, HostFunctionCompletionAnswersEveryUnitWithItsOwnResult) {
-  CudaBackendOptions o = FastOptions();
-  o.launch_threads_per_device = 8;
-  o.streams_per_device = 4;
-  o.poll_completion = false;
   EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
 }
 
