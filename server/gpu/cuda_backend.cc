@@ -37,15 +37,8 @@ class CudaBackend final : public core::Backend {
                                              static_cast<size_t>(options.host_copy_chunk_bytes))),
         devices_(std::move(devices)) {
     for (const auto& d : devices_) {
-      executors_.push_back(std::make_unique<Executor>(
-          d, staging_.get(), copier_.get(),
-          Executor::Config{.launch = options.launch_threads_per_device,
-                           .completion = options.completion_threads_per_device,
-                           .max_in_flight = options.max_units_in_flight_per_device,
-                           .max_work_in_flight_us = options.max_work_in_flight_ms_per_device * 1e3,
-                           .watcher_completion_bytes = options.watcher_completion_bytes,
-                           .idle_units = options.idle_units_per_device,
-                           .gpu_timing_every = options.gpu_timing_every}));
+      executors_.push_back(
+          std::make_unique<Executor>(d, staging_.get(), copier_.get(), options.executor));
     }
   }
 
@@ -240,18 +233,20 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   if (options.staging_bytes < 1 || options.staging_slab_bytes < 1) {
     return absl::InvalidArgumentError("staging_bytes and staging_slab_bytes must be >= 1");
   }
-  if (options.launch_threads_per_device < 1 || options.launch_threads_per_device > 64 ||
-      options.completion_threads_per_device < 1 || options.completion_threads_per_device > 64) {
+  if (options.executor.launch_threads_per_device < 1 ||
+      options.executor.launch_threads_per_device > 64 ||
+      options.executor.completion_threads_per_device < 1 ||
+      options.executor.completion_threads_per_device > 64) {
     return absl::InvalidArgumentError(
         "launch_threads_per_device and completion_threads_per_device must be in [1, 64]");
   }
-  if (!(options.max_work_in_flight_ms_per_device >= 0)) {
+  if (!(options.executor.max_work_in_flight_ms_per_device >= 0)) {
     return absl::InvalidArgumentError("max_work_in_flight_ms_per_device must be >= 0");
   }
-  if (options.max_units_in_flight_per_device < 0) {
+  if (options.executor.max_units_in_flight_per_device < 0) {
     return absl::InvalidArgumentError("max_units_in_flight_per_device must be >= 0");
   }
-  if (options.idle_units_per_device < 0) {
+  if (options.executor.idle_units_per_device < 0) {
     return absl::InvalidArgumentError("idle_units_per_device must be >= 0");
   }
   if (options.host_copy_threads < 0 || options.host_copy_threads > 256) {

@@ -37,16 +37,20 @@
 namespace gemm::gpu {
 
 Executor::Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier,
-                   Config config)
-    : device_(std::move(device)), staging_(staging), copier_(copier), config_(Normalized(config)) {}
+                   const ExecutorOptions& options)
+    : device_(std::move(device)),
+      staging_(staging),
+      copier_(copier),
+      options_(Normalized(options)),
+      max_work_us_(options_.max_work_in_flight_ms_per_device * 1e3) {}
 
-Executor::Config Executor::Normalized(Config c) {
-  c.launch = std::max(1, c.launch);
-  c.completion = std::max(1, c.completion);
-  c.max_in_flight = std::max(0, c.max_in_flight);
-  c.idle_units = std::max(0, c.idle_units);
-  c.max_work_in_flight_us = std::max(0.0, c.max_work_in_flight_us);
-  return c;
+ExecutorOptions Executor::Normalized(ExecutorOptions o) {
+  o.launch_threads_per_device = std::max(1, o.launch_threads_per_device);
+  o.completion_threads_per_device = std::max(1, o.completion_threads_per_device);
+  o.max_units_in_flight_per_device = std::max(0, o.max_units_in_flight_per_device);
+  o.idle_units_per_device = std::max(0, o.idle_units_per_device);
+  o.max_work_in_flight_ms_per_device = std::max(0.0, o.max_work_in_flight_ms_per_device);
+  return o;
 }
 
 std::vector<size_t> Executor::HostCopy(std::span<const CopyJob> jobs) {
@@ -64,11 +68,7 @@ void Executor::Start(core::WorkSource* source) {
   started_ = true;
   source_ = source;
   source_->DeviceIdle(device_->ordinal(), 0);  // nothing taken, nothing in flight
-  // NOTE: several of each. Measured on the H200 (decode M=16, 64 callers, --shm): with one of
-  // each, the completion thread was the limit when batching (1.2 ms from the GPU finishing to
-  // completion; 22.9k req/s) and the launch thread without (~60 us of CUDA calls per unit; 11.4k
-  // req/s); 4 launch + 8 completion threads: 30.0k and 17.9k req/s.
-  for (int i = 0; i < config_.completion; ++i) {
+  for (int i = 0; i < options_.completion_threads_per_device; ++i) {
     completers_.emplace_back([this] {
       SetCurrentThreadName(absl::StrCat("gemm-done-", device_->ordinal()));
       CompletionLoop();
@@ -76,7 +76,7 @@ void Executor::Start(core::WorkSource* source) {
   }
   watcher_ = std::make_unique<EventWatcher>(device_->ordinal(),
                                             absl::StrCat("gemm-poll-", device_->ordinal()));
-  for (int i = 0; i < config_.launch; ++i) {
+  for (int i = 0; i < options_.launch_threads_per_device; ++i) {
     pullers_.emplace_back([this, source] {
       SetCurrentThreadName(absl::StrCat("gemm-launch-", device_->ordinal()));
       PullLoop(source);
@@ -146,16 +146,19 @@ void Executor::PullLoop(core::WorkSource* source) {
     RunBatch(std::move(*batch));
   }
   absl::MutexLock lock(&mu_);
-  if (++pullers_done_ == config_.launch && in_flight_ == 0) work_cv_.SignalAll();  // all exit
+  if (++pullers_done_ == options_.launch_threads_per_device && in_flight_ == 0)
+    work_cv_.SignalAll();  // all exit
 }
 
 bool Executor::MayPullLocked() const {
-  if (config_.max_in_flight > 0 && in_flight_ + pulling_ >= config_.max_in_flight) return false;
+  if (options_.max_units_in_flight_per_device > 0 &&
+      in_flight_ + pulling_ >= options_.max_units_in_flight_per_device)
+    return false;
   // The work bound lets one thread pull at a time: a batch's size is known only once pulled.
   // Below two units in flight it does not hold, so that the next unit's copies always overlap
   // the current one's kernels, however long the units are.
-  if (config_.max_work_in_flight_us > 0 &&
-      (pulling_ > 0 || (work_in_flight_us_ >= config_.max_work_in_flight_us && in_flight_ >= 2))) {
+  if (max_work_us_ > 0 &&
+      (pulling_ > 0 || (work_in_flight_us_ >= max_work_us_ && in_flight_ >= 2))) {
     return false;
   }
   return true;
@@ -196,7 +199,7 @@ void Executor::CountInFlightLocked(Unit& unit) {
   ++in_flight_;
   unit.gpu_pending = true;
   gpu_pending_.fetch_add(1);
-  if (config_.max_work_in_flight_us > 0) {
+  if (max_work_us_ > 0) {
     unit.est_us = EstimateUs(unit);
     work_in_flight_us_ += unit.est_us;
   }
@@ -467,8 +470,9 @@ void Executor::TakeEvents(Unit& u) {
   if (!u.timed) u.kslot = u.slot;
   // Only every gpu_timing_every-th unit records its timing events; the others only the last one,
   // which completion polls.
-  u.sampled = config_.gpu_timing_every <= 1 ||
-              timing_count_.fetch_add(1, std::memory_order_relaxed) % config_.gpu_timing_every == 0;
+  u.sampled =
+      options_.gpu_timing_every <= 1 ||
+      timing_count_.fetch_add(1, std::memory_order_relaxed) % options_.gpu_timing_every == 0;
 }
 
 void Executor::RecordEvent(Unit& u, int i, cudaStream_t stream) {
@@ -673,12 +677,12 @@ void Executor::EventDone(void* unit, cudaError_t result) {
 void Executor::GpuDone(Unit* unit) {
   if (!unit->gpu_pending) return;
   unit->gpu_pending = false;
-  if (gpu_pending_.fetch_sub(1) - 1 <= config_.idle_units) ReportIfIdle();
+  if (gpu_pending_.fetch_sub(1) - 1 <= options_.idle_units_per_device) ReportIfIdle();
 }
 
 void Executor::ReportIfIdle() {
   const uint64_t taken = batches_taken_.load();
-  if (gpu_pending_.load() > config_.idle_units) return;
+  if (gpu_pending_.load() > options_.idle_units_per_device) return;
   source_->DeviceIdle(device_->ordinal(), taken);
 }
 
@@ -700,7 +704,7 @@ void Executor::CompletionLoop() {
       // every unlock of mu_ (launch threads count units in flight under it) re-check the
       // condition of all eight waiting threads.
       while (done_queue_.empty() && answers_.empty() &&
-             !(pullers_done_ == config_.launch && in_flight_ == 0)) {
+             !(pullers_done_ == options_.launch_threads_per_device && in_flight_ == 0)) {
         work_cv_.Wait(&mu_);
       }
       if (!answers_.empty()) {  // answers first: their GPU work is done, they only wait for us
@@ -728,7 +732,8 @@ void Executor::Retire(std::unique_ptr<Unit> u, bool drain) {
     work_in_flight_us_ = std::max(0.0, work_in_flight_us_ - est_us);
     slot_cv_.Signal();
   }
-  if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
+  if (--in_flight_ == 0 && pullers_done_ == options_.launch_threads_per_device)
+    work_cv_.SignalAll();  // all exit
 }
 
 bool Executor::OnlyDeviceCopies(const Unit& u) {
@@ -742,12 +747,12 @@ bool Executor::OnlyDeviceCopies(const Unit& u) {
 }
 
 bool Executor::QuickToComplete(const Unit& u) const {
-  if (u.direct || config_.watcher_completion_bytes < 0) return false;
+  if (u.direct || options_.watcher_completion_bytes < 0) return false;
   int64_t bytes = 0;
   for (const OutCopy& o : u.outs) {
     if (!o.pinned) bytes += o.rows * o.row_bytes;
   }
-  return bytes <= config_.watcher_completion_bytes;
+  return bytes <= options_.watcher_completion_bytes;
 }
 
 std::vector<absl::Status> Executor::CopyOut(Unit& u) {

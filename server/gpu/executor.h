@@ -33,6 +33,7 @@
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/device_context.h"
 #include "server/gpu/event_watcher.h"
+#include "server/gpu/executor_options.h"
 #include "server/gpu/host_copier.h"
 #include "server/gpu/staging_pool.h"
 
@@ -42,44 +43,10 @@ struct Unit;  // one kernel-call group in flight (unit.h)
 
 class Executor {
  public:
-  struct Config {
-    int launch = 4;      // threads pulling batches and enqueuing their GPU work (>= 1)
-    int completion = 8;  // threads completing finished units and answering requests (>= 1)
-    // A launch thread pulls its next batch only while fewer units than this are in flight on
-    // the device (pulled and not completed; a batch being pulled counts as one), so work waits
-    // in the batcher, where any device (and more coalescing) can take it, instead of queuing on
-    // one GPU's streams. 0: no bound.
-    int max_in_flight = 0;
-    // A launch thread pulls the next batch only while the GPU work in flight on the device (units
-    // pulled and not completed, each estimated from its FLOPs and bytes at the device's peak
-    // rates) is under this many microseconds or fewer than two units are in flight, and one
-    // thread at a time. Keeps a few large units per GPU (the rest waits in the shared queue for
-    // whichever GPU frees up first, and for company to batch with) while small ones stay
-    // effectively unbounded. 0: no bound.
-    double max_work_in_flight_us = 1000;
-    // A finished unit that copies at most this many bytes out of staging
-    // into its responses is completed, and its first request answered, on the watcher thread
-    // itself (no hand-off to a completion thread); larger ones go to the completion threads, so
-    // the watcher goes back to polling. < 0: every unit goes to the completion threads.
-    int64_t watcher_completion_bytes = int64_t{64} << 10;
-    // The GPU counts as idle for the source's idle dispatch (core::WorkSource::DeviceIdle) while
-    // at most this many of the units it took are unfinished on it: 0 waits for all of them; 1
-    // releases the next batch while the last unit runs, so its copies overlap that unit's work.
-    // NOTE: 1 read 8-24% faster than 0 on decode over --shm at 8, 16 and 64 callers with the
-    // default delay, and the same at 64 callers with 50 us (H200 and H100).
-    int idle_units = 1;
-    // Only every n-th unit (<= 1: every unit) records the CUDA events that time its copy-in,
-    // kernels and copy-out; the others record just the event completion polls, and their answers
-    // say the GPU phases were not timed (core::Timing::gpu_timing_skipped). NOTE: the three
-    // timing records and three cudaEventElapsedTime reads cost ~10 us of host time per unit on
-    // the launch and completion path; decode at 64 callers ran 7% faster untimed and 4-5% at
-    // every 4th unit (H100).
-    int gpu_timing_every = 8;
-  };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.
   Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier,
-           Config config);
+           const ExecutorOptions& options);
   // Joins (Join() must have been called if Start() was).
   ~Executor();
 
@@ -99,12 +66,12 @@ class Executor {
   const DeviceContext& device() const { return *device_; }
 
  private:
-  // `c` with counts clamped to their valid ranges (every other field kept as given).
-  static Config Normalized(Config c);
+  // `o` with counts clamped to their valid ranges (every other field kept as given).
+  static ExecutorOptions Normalized(ExecutorOptions o);
   void PullLoop(core::WorkSource* source);
   // Whether a launch thread may pull a batch now (the in-flight bounds).
   bool MayPullLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool bounded() const { return config_.max_in_flight > 0 || config_.max_work_in_flight_us > 0; }
+  bool bounded() const { return options_.max_units_in_flight_per_device > 0 || max_work_us_ > 0; }
   // Estimated GPU time of `unit` at the device's peak rates (microseconds).
   double EstimateUs(const Unit& unit) const;
   // Counts `unit` in flight (units and estimated work).
@@ -163,8 +130,8 @@ class Executor {
   void Enqueued(Unit* unit);
   // `unit`'s GPU work is over (or it never got any): takes it out of gpu_pending_ (once).
   void GpuDone(Unit* unit);
-  // Tells the source this GPU is idle if at most config_.idle_units of the units it took are
-  // pending on the GPU now.
+  // Tells the source this GPU is idle if at most options_.idle_units_per_device of the units it
+  // took are pending on the GPU now.
   void ReportIfIdle();
   void CompletionLoop();
   // Frees what `unit` took and answers its items: the first on this thread, the others queued
@@ -176,7 +143,7 @@ class Executor {
   void Retire(std::unique_ptr<Unit> unit, bool drain);
   // Whether every copy of `unit` (planned) is a device copy (also when it has none).
   static bool OnlyDeviceCopies(const Unit& unit);
-  // Whether `unit` copies at most config_.watcher_completion_bytes out of staging (then it is
+  // Whether `unit` copies at most options_.watcher_completion_bytes out of staging (then it is
   // completed on the watcher).
   bool QuickToComplete(const Unit& unit) const;
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
@@ -212,14 +179,15 @@ class Executor {
   const std::shared_ptr<DeviceContext> device_;
   StagingPool* const staging_;
   HostCopier* const copier_;
-  const Config config_;
+  const ExecutorOptions options_;
+  const double max_work_us_;  // options_.max_work_in_flight_ms_per_device in microseconds
   std::vector<std::thread> pullers_;
   std::vector<std::thread> completers_;
   std::unique_ptr<EventWatcher> watcher_;
   // Time spent per Phase, summed over units (nanoseconds).
   std::array<std::atomic<int64_t>, kPhases> phase_ns_{};
   std::atomic<int64_t> units_timed_{0};
-  std::atomic<uint64_t> timing_count_{0};  // units launched, for Config::gpu_timing_every
+  std::atomic<uint64_t> timing_count_{0};  // units launched, for ExecutorOptions::gpu_timing_every
   mutable absl::Mutex mu_;
   std::deque<Unit*> done_queue_ ABSL_GUARDED_BY(mu_);
   std::deque<std::function<void()>> answers_ ABSL_GUARDED_BY(mu_);
