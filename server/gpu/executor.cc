@@ -6,14 +6,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <span>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -25,6 +24,7 @@
 #include "common/uninitialized_string.h"
 #include "gemm/kernel.h"
 #include "server/core/answer_batch.h"
+#include "server/core/coalescing.h"
 #include "server/core/shared_memory_registry.h"
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
@@ -207,9 +207,9 @@ void Executor::CountInFlightLocked(Unit& unit) {
 
 void Executor::RunBatch(core::Batch batch) {
   const absl::Time now = absl::Now();
-  // Coalescable items keyed by (B, dtype, kernel), expert groups by (dtype, kernel); the rest run
-  // alone.
-  std::map<std::tuple<const void*, int, std::string>, size_t> stack_of;
+  // Items that coalesce (core::CoalescingKeyOf, the batcher's rule) share one unit per key; the
+  // rest run alone.
+  absl::flat_hash_map<core::CoalescingKey, size_t> stack_of;
   std::vector<std::unique_ptr<Unit>> units;
   for (auto& item : batch.items) {
     if (item->cancelled && item->cancelled()) {
@@ -221,13 +221,9 @@ void Executor::RunBatch(core::Batch batch) {
       continue;
     }
     const bool high = item->request.priority == core::Priority::kHigh;
-    const bool experts = core::IsExpertGroup(item->request);
-    if (Coalescable(*item) || experts) {
-      // Expert groups share one unit per (dtype, kernel), whatever matrices they name.
-      const core::Problem& p = item->request.problems[0];
-      auto key = std::make_tuple(experts ? nullptr : static_cast<const void*>(p.b_resident.get()),
-                                 static_cast<int>(p.out_dtype), item->request.kernel);
-      auto [it, inserted] = stack_of.try_emplace(key, units.size());
+    if (std::optional<core::CoalescingKey> key = core::CoalescingKeyOf(item->request)) {
+      const bool experts = key->experts;
+      auto [it, inserted] = stack_of.try_emplace(std::move(*key), units.size());
       if (inserted) {
         auto u = std::make_unique<Unit>();
         u->shape = experts ? UnitShape::kExperts : UnitShape::kStacked;

@@ -447,10 +447,4 @@ absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure) {
   return absl::OkStatus();
 }
 
-bool Coalescable(const core::WorkItem& item) {
-  const core::GemmRequest& r = item.request;
-  return r.kind == core::WorkKind::kSingle && r.problems.size() == 1 && r.problems[0].count == 1 &&
-         r.problems[0].b_resident != nullptr;
-}
-
 }  // namespace gemm::gpu
