@@ -23,6 +23,7 @@
 #include "common/thread_name.h"
 #include "common/uninitialized_string.h"
 #include "gemm/kernel.h"
+#include "gemm/kernel_choice.h"
 #include "server/core/answer_batch.h"
 #include "server/core/coalescing.h"
 #include "server/core/shared_memory_registry.h"
@@ -307,33 +308,16 @@ void Executor::Abandon(std::unique_ptr<Unit> u, StageResult r) {
 }
 
 Executor::StageResult Executor::ResolveKernel(Unit& u) const {
-  const int ordinal = device_->ordinal();
-  // Kernel: "" / "auto" = the device's serving kernel; else an explicit, usable one.
-  const std::string& want = u.items[0]->request.kernel;
-  if (want.empty() || want == "auto") {
-    u.kind = device_->selected_usable() ? kernel::KernelKind::kAuto : kernel::KernelKind::kCublasLt;
-    u.kernel_name = kernel::KernelName(device_->serving());
-  } else if (want == kernel::KernelName(kernel::KernelKind::kCublasLt)) {
-    u.kind = kernel::KernelKind::kCublasLt;
-    u.explicit_kernel = true;
-    u.kernel_name = want;
-  } else if (want == kernel::KernelName(device_->selected())) {
-    if (!device_->selected_usable()) {
-      return {absl::FailedPreconditionError(
-          absl::StrCat("kernel ", want, " failed its start-up self-test on device ", ordinal,
-                       " and is disabled: ", device_->self_test_detail()))};
-    }
-    u.kind = device_->selected();
-    u.explicit_kernel = true;
-    u.kernel_name = want;
-  } else if (want == kernel::KernelName(kernel::KernelKind::kSm90) ||
-             want == kernel::KernelName(kernel::KernelKind::kSm100)) {
-    return {absl::FailedPreconditionError(
-        absl::StrCat("kernel ", want, " cannot run on device ", ordinal, " (compute capability ",
-                     device_->cc_major(), ".", device_->cc_minor(), ")"))};
-  } else {
-    return {absl::InvalidArgumentError(absl::StrCat("unknown kernel \"", want, "\""))};
-  }
+  absl::StatusOr<kernel::KernelChoice> choice = kernel::ChooseKernel(
+      u.items[0]->request.kernel, {.device = device_->ordinal(),
+                                   .cc_major = device_->cc_major(),
+                                   .cc_minor = device_->cc_minor(),
+                                   .selected = device_->selected(),
+                                   .selected_usable = device_->selected_usable(),
+                                   .self_test_detail = device_->self_test_detail()});
+  if (!choice.ok()) return {choice.status()};
+  u.kind = choice->kind;
+  u.kernel_name = std::move(choice->name);
   return {};
 }
 
@@ -565,23 +549,10 @@ absl::Status Executor::LaunchKernels(Unit& u) {
       opts.workspace = u.kslot->workspace;
       opts.workspace_bytes = u.kslot->workspace_bytes;
     }
-    auto run = [&] {
-      return l.grouped ? kernel::GemmGrouped(l.group, kstream, opts)
-                       : kernel::Gemm(l.batch, kstream, opts);
-    };
-    absl::Status st = run();
-    if (absl::IsUnimplemented(st) && !u.explicit_kernel &&
-        opts.kind != kernel::KernelKind::kCublasLt) {
-      // The native kernel does not cover this call: serve it through cuBLASLt.
-      opts.kind = kernel::KernelKind::kCublasLt;
-      if (u.workspace_off < 0) {
-        opts.workspace = u.kslot->workspace;
-        opts.workspace_bytes = u.kslot->workspace_bytes;
-      }
-      st = run();
-      u.kernel_name = kernel::KernelName(kernel::KernelKind::kCublasLt);
-    }
-    GEMM_RETURN_IF_ERROR(st);
+    // With kAuto, the kernel library itself serves a call its native kernel does not cover
+    // through cuBLASLt (kernel::ChooseKernel).
+    GEMM_RETURN_IF_ERROR(l.grouped ? kernel::GemmGrouped(l.group, kstream, opts)
+                                   : kernel::Gemm(l.batch, kstream, opts));
   }
   return absl::OkStatus();
 }

@@ -92,7 +92,8 @@ class Executor {
   // Ends `unit` after a failed stage (its memory already returned): runs its items alone or
   // fails them, then hands it to the completion thread.
   void Abandon(std::unique_ptr<Unit> unit, StageResult result);
-  // Sets `unit`'s kernel from the requested one and the device's self-test outcome.
+  // Sets `unit`'s kernel: asks the kernel library (kernel::ChooseKernel) with the requested name
+  // and the device's kernel and self-test outcome.
   StageResult ResolveKernel(Unit& unit) const;
   // Waits until the resident B matrices `unit` names have finished uploading.
   static StageResult WaitForResident(const Unit& unit);

@@ -62,7 +62,6 @@ struct Unit {
   absl::Time released;
   bool high_priority = false;
   kernel::KernelKind kind = kernel::KernelKind::kAuto;
-  bool explicit_kernel = false;
   std::string kernel_name;
   int64_t batch_rows = 0;
   double est_us = 0;  // estimated GPU time, counted in the executor's work in flight
