@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "gemm/kernel.h"
 #include "server/core/validation.h"
 #include "server/gpu/cuda_util.h"
@@ -135,7 +136,7 @@ class CudaBackend final : public core::Backend {
   absl::Status PinHostMemory(void* data, size_t bytes) override {
     // Portable: every GPU's copies use it directly.
     if (devices_.empty()) return absl::FailedPreconditionError("no CUDA device");
-    GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(devices_[0]->ordinal()), "cudaSetDevice"));
+    GEMM_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(devices_[0]->ordinal()), "cudaSetDevice"));
     return CudaStatus(cudaHostRegister(data, bytes, cudaHostRegisterPortable), "cudaHostRegister");
   }
 
@@ -152,7 +153,7 @@ class CudaBackend final : public core::Backend {
       return absl::InvalidArgumentError(
           absl::StrCat("device ", device, " is not one of this server's GPUs"));
     }
-    GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+    GEMM_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
     cudaIpcMemHandle_t handle;
     std::memcpy(&handle, ipc_handle.data(), sizeof(handle));
     void* base = nullptr;
