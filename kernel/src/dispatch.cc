@@ -10,6 +10,7 @@
 #include "common/status_macros.h"
 #include "cuda_status.h"
 #include "gemm/kernel.h"
+#include "gemm/kernel_choice.h"
 #include "reference/cublaslt_gemm.h"
 #include "sm100/sm100_gemm.h"
 #include "sm90/sm90_gemm.h"
@@ -105,6 +106,33 @@ std::string KernelName(KernelKind kind) {
       return "cublaslt";
   }
   return absl::StrCat("unknown(", static_cast<int>(kind), ")");
+}
+
+absl::StatusOr<KernelChoice> ChooseKernel(absl::string_view requested,
+                                          const DeviceKernels& device) {
+  const std::string selected = KernelName(device.selected);
+  if (requested.empty() || requested == "auto") {
+    if (!device.selected_usable)
+      return KernelChoice{KernelKind::kCublasLt, KernelName(KernelKind::kCublasLt)};
+    return KernelChoice{KernelKind::kAuto, selected};
+  }
+  if (requested == KernelName(KernelKind::kCublasLt)) {
+    return KernelChoice{KernelKind::kCublasLt, std::string(requested)};
+  }
+  if (requested == selected) {
+    if (!device.selected_usable) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("kernel ", requested, " failed its start-up self-test on device ",
+                       device.device, " and is disabled: ", device.self_test_detail));
+    }
+    return KernelChoice{device.selected, std::string(requested)};
+  }
+  if (requested == KernelName(KernelKind::kSm90) || requested == KernelName(KernelKind::kSm100)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("kernel ", requested, " cannot run on device ", device.device,
+                     " (compute capability ", device.cc_major, ".", device.cc_minor, ")"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown kernel \"", requested, "\""));
 }
 
 absl::StatusOr<KernelKind> SelectKernel(int device) {

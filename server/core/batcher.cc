@@ -4,7 +4,6 @@
 #include "server/core/batcher.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <list>
 #include <string>
@@ -21,34 +20,13 @@
 #include "absl/time/time.h"
 #include "common/thread_name.h"
 #include "server/core/answer_batch.h"
+#include "server/core/coalescing.h"
 #include "server/core/metrics.h"
 
 namespace gemm::core {
 namespace {
 
-// What coalesced items must share. Expert groups (`experts`, matrix null) coalesce whatever
-// resident matrices they name: the backend stacks the rows of the problems that share one.
-struct Key {
-  const ResidentMatrix* matrix = nullptr;
-  bool experts = false;
-  BLayout b_layout = BLayout::kKN;
-  DType out_dtype = DType::kBF16;
-  uint32_t alpha_bits = 0;  // bit patterns: exact equality, NaN-safe
-  uint32_t beta_bits = 0;
-  bool has_c = false;
-  std::string kernel;
-
-  bool operator==(const Key& o) const {
-    return matrix == o.matrix && experts == o.experts && b_layout == o.b_layout &&
-           out_dtype == o.out_dtype && alpha_bits == o.alpha_bits && beta_bits == o.beta_bits &&
-           has_c == o.has_c && kernel == o.kernel;
-  }
-  template <typename H>
-  friend H AbslHashValue(H h, const Key& k) {
-    return H::combine(std::move(h), k.matrix, k.experts, k.b_layout, k.out_dtype, k.alpha_bits,
-                      k.beta_bits, k.has_c, k.kernel);
-  }
-};
+using Key = CoalescingKey;
 
 // One queued request and what the batcher derived from it at Submit().
 struct Entry {
@@ -169,7 +147,6 @@ absl::StatusOr<Entry> Batcher::Impl::MakeEntry(const std::shared_ptr<WorkItem>& 
     return absl::InvalidArgumentError("batcher: work item without callback or problems");
   }
   const GemmRequest& req = item->request;
-  const Problem& p0 = req.problems[0];
 
   Entry e;
   // Devices every resident matrix of the request lives on.
@@ -181,27 +158,11 @@ absl::StatusOr<Entry> Batcher::Impl::MakeEntry(const std::shared_ptr<WorkItem>& 
     e.devices = std::move(*devices);
   }
   const bool batching = options_.enable_batching && options_.max_batch_rows > 1;
-  e.coalescible = batching && req.kind == WorkKind::kSingle && req.problems.size() == 1 &&
-                  p0.count == 1 && p0.b_resident != nullptr && p0.b.empty();
-  if (batching && IsExpertGroup(req)) {
-    e.coalescible = true;
-    e.key = Key{.experts = true,
-                .out_dtype = p0.out_dtype,
-                .alpha_bits = std::bit_cast<uint32_t>(p0.alpha),
-                .kernel = req.kernel};
-    for (const Problem& p : req.problems) e.rows += p.m;
-  } else if (e.coalescible) {
-    e.key = Key{.matrix = p0.b_resident.get(),
-                .b_layout = p0.b_layout,
-                .out_dtype = p0.out_dtype,
-                .alpha_bits = std::bit_cast<uint32_t>(p0.alpha),
-                .beta_bits = std::bit_cast<uint32_t>(p0.beta),
-                .has_c = !p0.c.empty(),
-                .kernel = req.kernel};
-    e.rows = p0.m;
-  } else {
-    for (const Problem& p : req.problems) e.rows += p.m * std::max<int64_t>(p.count, 1);
-  }
+  std::optional<Key> key = batching ? CoalescingKeyOf(req) : std::nullopt;
+  e.coalescible = key.has_value();
+  if (e.coalescible) e.key = std::move(*key);
+  // (A coalescible request's problems each have count 1: its rows are the sum of their M.)
+  for (const Problem& p : req.problems) e.rows += p.m * std::max<int64_t>(p.count, 1);
   e.deadline = req.deadline;
   return e;
 }

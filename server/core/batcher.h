@@ -9,12 +9,12 @@
 // spreads load over GPUs. Rules Next() follows:
 //  - Two priorities; the oldest runnable item of the highest priority leads the next batch; FIFO
 //    within a priority.
-//  - Coalescing key: a single problem (kSingle, count 1) with a resident B and no inline B;
-//    items coalesce when they share the matrix, b layout, output dtype, alpha, beta, whether C is
-//    given and the requested kernel. Expert groups (IsExpertGroup: every problem against a
-//    resident B, no C) coalesce with each other when they share output dtype, alpha and kernel,
-//    whatever matrices they name (their rows count toward `max_batch_rows` in all). Everything
-//    else (inline B, batch requests, other groups) is a batch of one, released at once.
+//  - Coalescing key: core::CoalescingKeyOf (coalescing.h), the rule the backends group a batch
+//    by too: single problems on one resident B coalesce when they share its layout, output
+//    dtype, alpha, beta, whether C is given and the requested kernel; expert groups coalesce
+//    with each other whatever matrices they name (their rows count toward `max_batch_rows` in
+//    all). Everything else (inline B, batch requests, other groups) is a batch of one, released
+//    at once.
 //  - The leader's batch gathers compatible items (same priority first, then the other) while the
 //    sum of M fits `max_batch_rows` (a leader larger than that runs alone). A batch that is not
 //    full waits until `max_queue_delay` after the leader was queued, more items arrive, or the

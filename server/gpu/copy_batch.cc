@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "server/gpu/cuda_util.h"
 
 namespace gemm::gpu {
@@ -84,7 +85,7 @@ absl::Status EnqueueCopies(std::span<const Copy2D> copies, cudaMemcpyKind kind, 
   }
   for (const Copy2D& c : copies) {
     if (c.width * c.rows == 0 || (sent_batch && batchable(c))) continue;
-    GPU_RETURN_IF_ERROR(EnqueueOne(c, kind, stream));
+    GEMM_RETURN_IF_ERROR(EnqueueOne(c, kind, stream));
   }
   return absl::OkStatus();
 }

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "gemm/kernel.h"
 #include "server/core/validation.h"
 #include "server/gpu/cuda_util.h"
@@ -37,14 +38,8 @@ class CudaBackend final : public core::Backend {
                                              static_cast<size_t>(options.host_copy_chunk_bytes))),
         devices_(std::move(devices)) {
     for (const auto& d : devices_) {
-      executors_.push_back(std::make_unique<Executor>(
-          d, staging_.get(), copier_.get(),
-          Executor::Config{options.launch_threads_per_device, options.completion_threads_per_device,
-                           options.batched_copies, options.max_units_in_flight_per_device,
-                           options.max_work_in_flight_ms_per_device * 1e3, options.serial_kernels,
-                           options.poll_completion, options.merge_copies,
-                           options.watcher_completion_bytes, options.idle_units_per_device,
-                           options.device_units_on_compute_stream, options.gpu_timing_every}));
+      executors_.push_back(
+          std::make_unique<Executor>(d, staging_.get(), copier_.get(), options.executor));
     }
   }
 
@@ -141,7 +136,7 @@ class CudaBackend final : public core::Backend {
   absl::Status PinHostMemory(void* data, size_t bytes) override {
     // Portable: every GPU's copies use it directly.
     if (devices_.empty()) return absl::FailedPreconditionError("no CUDA device");
-    GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(devices_[0]->ordinal()), "cudaSetDevice"));
+    GEMM_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(devices_[0]->ordinal()), "cudaSetDevice"));
     return CudaStatus(cudaHostRegister(data, bytes, cudaHostRegisterPortable), "cudaHostRegister");
   }
 
@@ -158,7 +153,7 @@ class CudaBackend final : public core::Backend {
       return absl::InvalidArgumentError(
           absl::StrCat("device ", device, " is not one of this server's GPUs"));
     }
-    GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
+    GEMM_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
     cudaIpcMemHandle_t handle;
     std::memcpy(&handle, ipc_handle.data(), sizeof(handle));
     void* base = nullptr;
@@ -239,18 +234,20 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   if (options.staging_bytes < 1 || options.staging_slab_bytes < 1) {
     return absl::InvalidArgumentError("staging_bytes and staging_slab_bytes must be >= 1");
   }
-  if (options.launch_threads_per_device < 1 || options.launch_threads_per_device > 64 ||
-      options.completion_threads_per_device < 1 || options.completion_threads_per_device > 64) {
+  if (options.executor.launch_threads_per_device < 1 ||
+      options.executor.launch_threads_per_device > 64 ||
+      options.executor.completion_threads_per_device < 1 ||
+      options.executor.completion_threads_per_device > 64) {
     return absl::InvalidArgumentError(
         "launch_threads_per_device and completion_threads_per_device must be in [1, 64]");
   }
-  if (!(options.max_work_in_flight_ms_per_device >= 0)) {
+  if (!(options.executor.max_work_in_flight_ms_per_device >= 0)) {
     return absl::InvalidArgumentError("max_work_in_flight_ms_per_device must be >= 0");
   }
-  if (options.max_units_in_flight_per_device < 0) {
+  if (options.executor.max_units_in_flight_per_device < 0) {
     return absl::InvalidArgumentError("max_units_in_flight_per_device must be >= 0");
   }
-  if (options.idle_units_per_device < 0) {
+  if (options.executor.idle_units_per_device < 0) {
     return absl::InvalidArgumentError("idle_units_per_device must be >= 0");
   }
   if (options.host_copy_threads < 0 || options.host_copy_threads > 256) {
@@ -264,8 +261,7 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
     auto ctx = DeviceContext::Create({.ordinal = i,
                                       .pool_cap_bytes = options.pool_cap_bytes,
                                       .streams = options.streams_per_device,
-                                      .high_priority_streams = 2,
-                                      .compute_streams = options.serial_kernels});
+                                      .high_priority_streams = 2});
     if (!ctx.ok()) {
       return absl::Status(ctx.status().code(),
                           absl::StrCat("device ", i, ": ", ctx.status().message()));

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/core/backend.h"
+#include "server/gpu/executor_options.h"
 
 namespace gemm::gpu {
 
@@ -29,42 +30,8 @@ struct CudaBackendOptions {
   int64_t host_copy_chunk_bytes = int64_t{1} << 20;
   // Normal-priority streams per GPU (two more serve high-priority requests). Default 4.
   int streams_per_device = 4;
-  // Threads per GPU that pull batches and enqueue their GPU work. Default 4.
-  int launch_threads_per_device = 4;
-  // Threads per GPU that complete finished work (answer the requests). Default 8.
-  int completion_threads_per_device = 8;
-  // A GPU's launch threads pull more work only while fewer units than this are in flight on it
-  // (0: no bound); keeps work in the shared queue, where the least busy GPU takes it.
-  int max_units_in_flight_per_device = 0;
-  // A GPU's launch threads pull more work only while its estimated GPU work in flight is under
-  // this many milliseconds (0: no bound). Default 1.
-  double max_work_in_flight_ms_per_device = 1;
-  // Submit a unit's contiguous copies to and from pinned host memory (staging, registered shared
-  // memory) with one cudaMemcpyBatchAsync call each way (else one cudaMemcpy2DAsync per copy).
-  // Default true.
-  bool batched_copies = true;
-  // Merge copies that continue one another on both sides (a coalesced unit's rows through
-  // staging) into one copy each. Default true.
-  bool merge_copies = true;
-  // Every unit's kernels on one compute stream per GPU and priority; copies overlap them on the
-  // other streams. Default true.
-  bool serial_kernels = true;
-  // Complete units by polling their last event on a thread per GPU instead of a CUDA host
-  // function. Default true.
-  bool poll_completion = true;
-  // With poll_completion: units that copy at most this many bytes out of staging into their
-  // responses are completed on the polling thread (< 0: none). Default 64 KiB.
-  int64_t watcher_completion_bytes = int64_t{64} << 10;
-  // With the batcher's idle dispatch: a GPU counts as idle while at most this many of its units
-  // are unfinished on it (0: none; 1: the next batch's copies overlap the last unit). Default 1.
-  int idle_units_per_device = 1;
-  // With serial_kernels: units whose copies are all device copies (CUDA IPC operands) run wholly
-  // on the compute stream. Default true.
-  bool device_units_on_compute_stream = true;
-  // Only every n-th unit per GPU (<= 1: every unit) times its copy-in, kernels and copy-out with
-  // CUDA events; the others' answers carry host times only and say so
-  // (core::Timing::gpu_timing_skipped). Default 8.
-  int gpu_timing_every = 8;
+  // The per-GPU executors: threads, work taken ahead, completion and timing.
+  ExecutorOptions executor;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
   // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/status_macros.h"
 
 namespace gemm::gpu {
 
@@ -32,9 +33,6 @@ inline constexpr int64_t RoundUp(int64_t x, int64_t align) {
 
 }  // namespace gemm::gpu
 
-// Returns the status from the enclosing function when `expr` (an absl::Status) is not OK.
-#define GPU_RETURN_IF_ERROR(expr)      \
-  do {                                 \
-    ::absl::Status _gpu_st = (expr);   \
-    if (!_gpu_st.ok()) return _gpu_st; \
-  } while (0)
+// The start-up self-test's spelling of GEMM_RETURN_IF_ERROR (common/status_macros.h), which the
+// rest of the backend uses.
+#define GPU_RETURN_IF_ERROR(expr) GEMM_RETURN_IF_ERROR(expr)

@@ -4,15 +4,16 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/gpu/cuda_util.h"
 
 namespace gemm::gpu {
 
 absl::StatusOr<std::shared_ptr<DeviceContext>> DeviceContext::Create(const Options& options) {
-  GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(options.ordinal), "cudaSetDevice"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(options.ordinal), "cudaSetDevice"));
   std::shared_ptr<DeviceContext> ctx(new DeviceContext(options.ordinal));
   cudaDeviceProp prop = {};
-  GPU_RETURN_IF_ERROR(
+  GEMM_RETURN_IF_ERROR(
       CudaStatus(cudaGetDeviceProperties(&prop, options.ordinal), "cudaGetDeviceProperties"));
   ctx->name_ = prop.name;
   ctx->cc_major_ = prop.major;
@@ -38,9 +39,9 @@ absl::StatusOr<std::shared_ptr<DeviceContext>> DeviceContext::Create(const Optio
   ctx->pool_ = std::move(*pool);
 
   int least = 0, greatest = 0;  // numerically: greatest priority is the lowest number
-  GPU_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetStreamPriorityRange(&least, &greatest),
-                                 "cudaDeviceGetStreamPriorityRange"));
-  GPU_RETURN_IF_ERROR(CudaStatus(
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaDeviceGetStreamPriorityRange(&least, &greatest),
+                                  "cudaDeviceGetStreamPriorityRange"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(
       cudaStreamCreateWithFlags(&ctx->upload_stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
 
   // Workspace every stream keeps: enough for cuBLASLt (the fallback) and the native kernels'
@@ -52,7 +53,7 @@ absl::StatusOr<std::shared_ptr<DeviceContext>> DeviceContext::Create(const Optio
   auto make = [&](bool high, std::vector<StreamSlot>* out) -> absl::Status {
     StreamSlot slot;
     slot.high_priority = high;
-    GPU_RETURN_IF_ERROR(CudaStatus(
+    GEMM_RETURN_IF_ERROR(CudaStatus(
         cudaStreamCreateWithPriority(&slot.stream, cudaStreamNonBlocking, high ? greatest : least),
         "cudaStreamCreateWithPriority"));
     out->push_back(std::move(slot));  // pushed first so the destructor destroys it on failure
@@ -65,15 +66,13 @@ absl::StatusOr<std::shared_ptr<DeviceContext>> DeviceContext::Create(const Optio
     return absl::OkStatus();
   };
   for (int i = 0; i < std::max(1, options.streams); ++i) {
-    GPU_RETURN_IF_ERROR(make(false, &ctx->normal_));
+    GEMM_RETURN_IF_ERROR(make(false, &ctx->normal_));
   }
   for (int i = 0; i < std::max(1, options.high_priority_streams); ++i) {
-    GPU_RETURN_IF_ERROR(make(true, &ctx->high_));
+    GEMM_RETURN_IF_ERROR(make(true, &ctx->high_));
   }
-  if (options.compute_streams) {
-    GPU_RETURN_IF_ERROR(make(false, &ctx->compute_));
-    GPU_RETURN_IF_ERROR(make(true, &ctx->compute_));
-  }
+  GEMM_RETURN_IF_ERROR(make(false, &ctx->compute_));
+  GEMM_RETURN_IF_ERROR(make(true, &ctx->compute_));
   return ctx;
 }
 
@@ -127,8 +126,8 @@ absl::StatusOr<cudaEvent_t> DeviceContext::GetEvent() {
     }
   }
   cudaEvent_t e = nullptr;
-  GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(ordinal_), "cudaSetDevice"));
-  GPU_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&e), "cudaEventCreate"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(ordinal_), "cudaSetDevice"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaEventCreate(&e), "cudaEventCreate"));
   absl::MutexLock lock(&events_mu_);
   all_events_.push_back(e);
   return e;

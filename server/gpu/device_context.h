@@ -1,8 +1,9 @@
 // Everything the CUDA backend keeps per GPU: its properties, the device memory pool, the
-// non-blocking streams (normal and high priority, each with a persistent kernel workspace), when
-// asked a compute stream per priority (same), an upload stream, a pool of timing events, and the
-// kernel chosen for it by the start-up self-test. Shared (shared_ptr) by the executor and by
-// resident matrices living on the device, so the pool outlives every allocation taken from it.
+// non-blocking streams (normal and high priority, each with a persistent kernel workspace), a
+// compute stream per priority (same) on which every unit's kernels run, an upload stream, a pool of
+// timing events, and the kernel chosen for it by the start-up self-test. Shared (shared_ptr) by the
+// executor and by resident matrices living on the device, so the pool outlives every allocation
+// taken from it.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -41,7 +42,6 @@ class DeviceContext {
     int64_t pool_cap_bytes = 0;  // 0: 90% of free memory now
     int streams = 4;             // normal-priority streams (>= 1)
     int high_priority_streams = 2;
-    bool compute_streams = false;  // also the two compute streams (kernels on one stream)
   };
 
   // Reads the properties, creates pool, streams and workspaces. Makes the device current.
@@ -70,12 +70,10 @@ class DeviceContext {
   // is enqueuing on at the moment. Lock its `enqueue_mu` while enqueuing. Thread-safe.
   const StreamSlot& NextStream(bool high_priority);
 
-  // The device's compute stream of a priority class (with its own workspace), for executors that
-  // put every unit's kernels on one stream; null unless created with `compute_streams`. Lock its
-  // `enqueue_mu` while enqueuing.
-  const StreamSlot* ComputeStream(bool high_priority) const {
-    if (compute_.size() < 2) return nullptr;
-    return high_priority ? &compute_[1] : &compute_[0];
+  // The device's compute stream of a priority class (with its own workspace), on which every
+  // unit's kernels run. Lock its `enqueue_mu` while enqueuing.
+  const StreamSlot& ComputeStream(bool high_priority) const {
+    return high_priority ? compute_[1] : compute_[0];
   }
 
   // A timing event from the pool (created on demand). Thread-safe.

@@ -2,6 +2,7 @@
 // every address, pitch and width allows them.
 #include <cstdint>
 
+#include "common/status_macros.h"
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/device_copy.h"
 
@@ -54,7 +55,7 @@ absl::Status EnqueueDeviceCopies(std::span<const Copy2D> copies, cudaStream_t st
     const unsigned blocks = static_cast<unsigned>(
         std::min<size_t>(kMaxBlocksPerCopy, (widest + kThreads - 1) / kThreads));
     CopyKernel<<<dim3(blocks, static_cast<unsigned>(n)), kThreads, 0, stream>>>(args);
-    GPU_RETURN_IF_ERROR(CudaStatus(cudaGetLastError(), "device copy kernel launch"));
+    GEMM_RETURN_IF_ERROR(CudaStatus(cudaGetLastError(), "device copy kernel launch"));
   }
   return absl::OkStatus();
 }

@@ -4,16 +4,17 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/gpu/cuda_util.h"
 
 namespace gemm::gpu {
 
 absl::StatusOr<std::unique_ptr<DevicePool>> DevicePool::Create(const Options& options) {
-  GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(options.device), "cudaSetDevice"));
   int64_t cap = options.cap_bytes;
   if (cap <= 0) {
     size_t free_bytes = 0, total_bytes = 0;
-    GPU_RETURN_IF_ERROR(CudaStatus(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
+    GEMM_RETURN_IF_ERROR(CudaStatus(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
     cap = static_cast<int64_t>(static_cast<double>(free_bytes) * 0.9);
   }
   cudaMemPoolProps props = {};
@@ -24,7 +25,7 @@ absl::StatusOr<std::unique_ptr<DevicePool>> DevicePool::Create(const Options& op
   // NOTE: no props.maxSize: the cap is enforced by our accounting (exact, per allocation), so
   // pool granularity/fragmentation never turns an allocation that fits the cap into an error.
   cudaMemPool_t pool = nullptr;
-  GPU_RETURN_IF_ERROR(CudaStatus(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate"));
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate"));
   // High release threshold: memory freed back to the pool stays reserved for reuse instead of
   // being returned to the driver at every synchronization.
   uint64_t threshold = static_cast<uint64_t>(cap);

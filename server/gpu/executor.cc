@@ -1,50 +1,57 @@
 // Executor of one GPU (see executor.h): batch -> units -> plan (unit_plan.h) -> pool/staging ->
-// stream work -> host callback or polled event -> completion thread.
+// stream work -> polled event (or host callback) -> completion thread.
 #include "server/gpu/executor.h"
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <optional>
 #include <span>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/guarded_copy.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "common/thread_name.h"
 #include "common/uninitialized_string.h"
 #include "gemm/kernel.h"
+#include "gemm/kernel_choice.h"
 #include "server/core/answer_batch.h"
+#include "server/core/coalescing.h"
 #include "server/core/shared_memory_registry.h"
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/device_copy.h"
 #include "server/gpu/resident.h"
 #include "server/gpu/unit.h"
+#include "server/gpu/unit_memory.h"
 #include "server/gpu/unit_plan.h"
 
 namespace gemm::gpu {
 
 Executor::Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier,
-                   Config config)
-    : device_(std::move(device)), staging_(staging), copier_(copier), config_(Normalized(config)) {}
+                   const ExecutorOptions& options)
+    : device_(std::move(device)),
+      staging_(staging),
+      copier_(copier),
+      options_(Normalized(options)),
+      max_work_us_(options_.max_work_in_flight_ms_per_device * 1e3) {}
 
-Executor::Config Executor::Normalized(Config c) {
-  c.launch = std::max(1, c.launch);
-  c.completion = std::max(1, c.completion);
-  c.max_in_flight = std::max(0, c.max_in_flight);
-  c.idle_units = std::max(0, c.idle_units);
-  c.max_work_in_flight_us = std::max(0.0, c.max_work_in_flight_us);
-  return c;
+ExecutorOptions Executor::Normalized(ExecutorOptions o) {
+  o.launch_threads_per_device = std::max(1, o.launch_threads_per_device);
+  o.completion_threads_per_device = std::max(1, o.completion_threads_per_device);
+  o.max_units_in_flight_per_device = std::max(0, o.max_units_in_flight_per_device);
+  o.idle_units_per_device = std::max(0, o.idle_units_per_device);
+  o.max_work_in_flight_ms_per_device = std::max(0.0, o.max_work_in_flight_ms_per_device);
+  return o;
 }
 
 std::vector<size_t> Executor::HostCopy(std::span<const CopyJob> jobs) {
@@ -62,21 +69,15 @@ void Executor::Start(core::WorkSource* source) {
   started_ = true;
   source_ = source;
   source_->DeviceIdle(device_->ordinal(), 0);  // nothing taken, nothing in flight
-  // NOTE: several of each. Measured on the H200 (decode M=16, 64 callers, --shm): with one of
-  // each, the completion thread was the limit when batching (1.2 ms from the GPU finishing to
-  // completion; 22.9k req/s) and the launch thread without (~60 us of CUDA calls per unit; 11.4k
-  // req/s); 4 launch + 8 completion threads: 30.0k and 17.9k req/s.
-  for (int i = 0; i < config_.completion; ++i) {
+  for (int i = 0; i < options_.completion_threads_per_device; ++i) {
     completers_.emplace_back([this] {
       SetCurrentThreadName(absl::StrCat("gemm-done-", device_->ordinal()));
       CompletionLoop();
     });
   }
-  if (config_.poll_completion) {
-    watcher_ = std::make_unique<EventWatcher>(device_->ordinal(),
-                                              absl::StrCat("gemm-poll-", device_->ordinal()));
-  }
-  for (int i = 0; i < config_.launch; ++i) {
+  watcher_ = std::make_unique<EventWatcher>(device_->ordinal(),
+                                            absl::StrCat("gemm-poll-", device_->ordinal()));
+  for (int i = 0; i < options_.launch_threads_per_device; ++i) {
     pullers_.emplace_back([this, source] {
       SetCurrentThreadName(absl::StrCat("gemm-launch-", device_->ordinal()));
       PullLoop(source);
@@ -146,16 +147,19 @@ void Executor::PullLoop(core::WorkSource* source) {
     RunBatch(std::move(*batch));
   }
   absl::MutexLock lock(&mu_);
-  if (++pullers_done_ == config_.launch && in_flight_ == 0) work_cv_.SignalAll();  // all exit
+  if (++pullers_done_ == options_.launch_threads_per_device && in_flight_ == 0)
+    work_cv_.SignalAll();  // all exit
 }
 
 bool Executor::MayPullLocked() const {
-  if (config_.max_in_flight > 0 && in_flight_ + pulling_ >= config_.max_in_flight) return false;
+  if (options_.max_units_in_flight_per_device > 0 &&
+      in_flight_ + pulling_ >= options_.max_units_in_flight_per_device)
+    return false;
   // The work bound lets one thread pull at a time: a batch's size is known only once pulled.
   // Below two units in flight it does not hold, so that the next unit's copies always overlap
   // the current one's kernels, however long the units are.
-  if (config_.max_work_in_flight_us > 0 &&
-      (pulling_ > 0 || (work_in_flight_us_ >= config_.max_work_in_flight_us && in_flight_ >= 2))) {
+  if (max_work_us_ > 0 &&
+      (pulling_ > 0 || (work_in_flight_us_ >= max_work_us_ && in_flight_ >= 2))) {
     return false;
   }
   return true;
@@ -196,7 +200,7 @@ void Executor::CountInFlightLocked(Unit& unit) {
   ++in_flight_;
   unit.gpu_pending = true;
   gpu_pending_.fetch_add(1);
-  if (config_.max_work_in_flight_us > 0) {
+  if (max_work_us_ > 0) {
     unit.est_us = EstimateUs(unit);
     work_in_flight_us_ += unit.est_us;
   }
@@ -204,9 +208,9 @@ void Executor::CountInFlightLocked(Unit& unit) {
 
 void Executor::RunBatch(core::Batch batch) {
   const absl::Time now = absl::Now();
-  // Coalescable items keyed by (B, dtype, kernel), expert groups by (dtype, kernel); the rest run
-  // alone.
-  std::map<std::tuple<const void*, int, std::string>, size_t> stack_of;
+  // Items that coalesce (core::CoalescingKeyOf, the batcher's rule) share one unit per key; the
+  // rest run alone.
+  absl::flat_hash_map<core::CoalescingKey, size_t> stack_of;
   std::vector<std::unique_ptr<Unit>> units;
   for (auto& item : batch.items) {
     if (item->cancelled && item->cancelled()) {
@@ -218,13 +222,9 @@ void Executor::RunBatch(core::Batch batch) {
       continue;
     }
     const bool high = item->request.priority == core::Priority::kHigh;
-    const bool experts = core::IsExpertGroup(item->request);
-    if (Coalescable(*item) || experts) {
-      // Expert groups share one unit per (dtype, kernel), whatever matrices they name.
-      const core::Problem& p = item->request.problems[0];
-      auto key = std::make_tuple(experts ? nullptr : static_cast<const void*>(p.b_resident.get()),
-                                 static_cast<int>(p.out_dtype), item->request.kernel);
-      auto [it, inserted] = stack_of.try_emplace(key, units.size());
+    if (std::optional<core::CoalescingKey> key = core::CoalescingKeyOf(item->request)) {
+      const bool experts = key->experts;
+      auto [it, inserted] = stack_of.try_emplace(std::move(*key), units.size());
       if (inserted) {
         auto u = std::make_unique<Unit>();
         u->shape = experts ? UnitShape::kExperts : UnitShape::kStacked;
@@ -286,298 +286,296 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   const absl::Time launch_start = absl::Now();
   absl::Time mark = launch_start;
   u->owner = this;
-  const int ordinal = device_->ordinal();
-  auto fail = [&](absl::Status st) {
-    u->status = std::move(st);
-    Enqueued(u.release());
-  };
+  StageResult r = ResolveKernel(*u);
+  if (r.ok()) r = WaitForResident(*u);
+  if (r.ok()) r = PlanUnit(*u);
+  if (!r.ok()) return Abandon(std::move(u), std::move(r));
+  Mark(Phase::kPrepare, &mark);
+  r = AcquireMemory(*u);
+  if (!r.ok()) return Abandon(std::move(u), std::move(r));
+  Mark(Phase::kAllocate, &mark);
+  EnqueueWork(*u, &mark);
+  HandOff(std::move(u), launch_start, &mark);
+}
 
-  // Kernel: "" / "auto" = the device's serving kernel; else an explicit, usable one.
-  const std::string& want = u->items[0]->request.kernel;
-  if (want.empty() || want == "auto") {
-    u->kind =
-        device_->selected_usable() ? kernel::KernelKind::kAuto : kernel::KernelKind::kCublasLt;
-    u->kernel_name = kernel::KernelName(device_->serving());
-  } else if (want == kernel::KernelName(kernel::KernelKind::kCublasLt)) {
-    u->kind = kernel::KernelKind::kCublasLt;
-    u->explicit_kernel = true;
-    u->kernel_name = want;
-  } else if (want == kernel::KernelName(device_->selected())) {
-    if (!device_->selected_usable()) {
-      return fail(absl::FailedPreconditionError(
-          absl::StrCat("kernel ", want, " failed its start-up self-test on device ", ordinal,
-                       " and is disabled: ", device_->self_test_detail())));
-    }
-    u->kind = device_->selected();
-    u->explicit_kernel = true;
-    u->kernel_name = want;
-  } else if (want == kernel::KernelName(kernel::KernelKind::kSm90) ||
-             want == kernel::KernelName(kernel::KernelKind::kSm100)) {
-    return fail(absl::FailedPreconditionError(
-        absl::StrCat("kernel ", want, " cannot run on device ", ordinal, " (compute capability ",
-                     device_->cc_major(), ".", device_->cc_minor(), ")")));
-  } else {
-    return fail(absl::InvalidArgumentError(absl::StrCat("unknown kernel \"", want, "\"")));
+void Executor::Abandon(std::unique_ptr<Unit> u, StageResult r) {
+  if (r.items_alone && u->items.size() > 1) {
+    RunItemsAlone(u.get());
+    r.status = absl::OkStatus();  // the unit ends without items
   }
+  u->status = std::move(r.status);
+  Enqueued(u.release());
+}
 
+Executor::StageResult Executor::ResolveKernel(Unit& u) const {
+  absl::StatusOr<kernel::KernelChoice> choice = kernel::ChooseKernel(
+      u.items[0]->request.kernel, {.device = device_->ordinal(),
+                                   .cc_major = device_->cc_major(),
+                                   .cc_minor = device_->cc_minor(),
+                                   .selected = device_->selected(),
+                                   .selected_usable = device_->selected_usable(),
+                                   .self_test_detail = device_->self_test_detail()});
+  if (!choice.ok()) return {choice.status()};
+  u.kind = choice->kind;
+  u.kernel_name = std::move(choice->name);
+  return {};
+}
+
+Executor::StageResult Executor::WaitForResident(const Unit& u) {
   // Resident B matrices must have finished uploading (waits on this thread only).
-  for (const auto& item : u->items) {
+  for (const auto& item : u.items) {
     for (const core::Problem& p : item->request.problems) {
       if (const auto* m = dynamic_cast<const CudaResidentMatrix*>(p.b_resident.get())) {
         absl::Status st = m->WaitReady();
         if (!st.ok()) {
-          return fail(absl::Status(
-              st.code(), absl::StrCat("resident matrix ", m->desc().handle, ": ", st.message())));
+          return {absl::Status(
+              st.code(), absl::StrCat("resident matrix ", m->desc().handle, ": ", st.message()))};
         }
       }
     }
   }
+  return {};
+}
 
-  u->slot = &device_->NextStream(u->high_priority);
-  const StreamSlot* compute =
-      config_.serial_kernels ? device_->ComputeStream(u->high_priority) : nullptr;
-  u->kslot = compute != nullptr ? compute : u->slot;
-  cudaStream_t stream = u->slot->stream;  // the compute stream's, for device operands (below)
-  if (absl::Status st = BuildPlan(*u, 0, ordinal, /*measure=*/true); !st.ok()) {
+Executor::StageResult Executor::PlanUnit(Unit& u) const {
+  // Copies on one of the device's streams, kernels on its compute stream: kernels never share
+  // the GPU with each other (a persistent kernel sized for all SMs does not wait for half of
+  // them) while other units' copies overlap them.
+  u.slot = &device_->NextStream(u.high_priority);
+  const StreamSlot* compute = &device_->ComputeStream(u.high_priority);
+  u.kslot = compute;
+  if (absl::Status st = BuildPlan(u, 0, device_->ordinal(), /*measure=*/true); !st.ok()) {
     // Several coalesced items: one bad item must not fail the others.
-    if (u->items.size() > 1 && absl::IsInvalidArgument(st)) {
-      RunItemsAlone(u.get());
-      return fail(absl::OkStatus());
-    }
-    return fail(st);
+    return {st, /*items_alone=*/absl::IsInvalidArgument(st)};
   }
-  if (compute != nullptr && config_.device_units_on_compute_stream && OnlyDeviceCopies(*u)) {
-    u->slot = compute;
-    stream = compute->stream;
-  }
-  if (u->items.size() > 1 && u->staging_bytes > staging_->max_block_bytes()) {
+  // A unit whose every copy is a device copy (operands and outputs in a client's GPU memory,
+  // CUDA IPC) runs wholly on the compute stream (copy kernel in, GEMM, copy kernel out), without
+  // the cross-stream events. NOTE: its copy kernels need SMs, which the persistent GEMM before it
+  // holds anyway, so on a stream of their own they only waited for it and added two event hops.
+  if (OnlyDeviceCopies(u)) u.slot = compute;
+  if (u.items.size() > 1 && u.staging_bytes > staging_->max_block_bytes()) {
     // Coalesced past a staging slab: the direct path would copy from pageable memory, which
     // holds this thread for the whole transfer. Each item alone fits in staging (or takes the
     // direct path on its own, if it is that large by itself).
-    RunItemsAlone(u.get());
-    return fail(absl::OkStatus());
+    return {absl::OkStatus(), /*items_alone=*/true};
   }
+  return {};
+}
 
-  Mark(Phase::kPrepare, &mark);
-  absl::StatusOr<void*> dev = device_->pool().Allocate(u->device_bytes, stream);
+Executor::StageResult Executor::AcquireMemory(Unit& u) {
+  // Allocated on the stream the unit's copies go on: its free is enqueued there after them.
+  absl::StatusOr<PoolAllocation> dev =
+      PoolAllocation::Allocate(&device_->pool(), u.device_bytes, u.slot->stream);
   if (!dev.ok()) {
-    if (u->items.size() > 1 && absl::IsResourceExhausted(dev.status())) {
-      // The batch as a whole does not fit: run its items one by one.
-      RunItemsAlone(u.get());
-      return fail(absl::OkStatus());
-    }
-    return fail(dev.status());
+    // The batch as a whole may not fit where its items one by one do.
+    return {dev.status(), /*items_alone=*/absl::IsResourceExhausted(dev.status())};
   }
-  u->dev = static_cast<char*>(*dev);
-  u->dev_accounted = u->device_bytes;
-
-  u->direct = u->staging_bytes > staging_->max_block_bytes();
-  if (!u->direct && u->staging_bytes > 0) {
-    absl::StatusOr<StagingBlock> block = staging_->Allocate(u->staging_bytes);
-    if (!block.ok()) {
-      (void)device_->pool().FreeAsync(u->dev, stream);
-      u->dev = nullptr;
-      return fail(block.status());
-    }
-    u->staging = *block;
+  StagingLease staging;
+  u.direct = u.staging_bytes > staging_->max_block_bytes();
+  if (!u.direct && u.staging_bytes > 0) {
+    absl::StatusOr<StagingLease> lease = StagingLease::Allocate(staging_, u.staging_bytes);
+    if (!lease.ok()) return {lease.status()};
+    staging = std::move(*lease);
   }
-  if (absl::Status st = BuildPlan(*u, reinterpret_cast<uintptr_t>(u->dev), ordinal, false);
+  if (absl::Status st =
+          BuildPlan(u, reinterpret_cast<uintptr_t>(dev->get()), device_->ordinal(), false);
       !st.ok()) {
-    (void)device_->pool().FreeAsync(u->dev, stream);
-    u->dev = nullptr;
-    return fail(st);
+    return {st};
   }
-  if (u->direct) {  // results land straight in the outputs
-    for (const OutCopy& o : u->outs) {
+  if (u.direct) {  // results land straight in the outputs
+    for (const OutCopy& o : u.outs) {
       if (o.dest == nullptr)
-        ResizeUninitialized(&u->outputs[o.item][o.output].data, o.rows * o.row_bytes);
+        ResizeUninitialized(&u.outputs[o.item][o.output].data, o.rows * o.row_bytes);
     }
-  } else {
-    const absl::Time t0 = absl::Now();
-    std::vector<CopyJob> jobs;
-    jobs.reserve(u->ins.size());
-    for (const InCopy& in : u->ins) {
-      if (in.pinned) continue;  // the device copy reads it in place
-      jobs.push_back(
-          {u->staging.ptr + in.stage_off, in.host, static_cast<size_t>(in.rows * in.row_bytes)});
-    }
-    const std::vector<size_t> faulted = HostCopy(jobs);
-    u->host_copy_in = absl::Now() - t0;
-    if (!faulted.empty()) {
-      // A client shrank a shared-memory object under an operand. Nothing is enqueued yet: give
-      // the memory back, and fail the item alone (the others run without it).
-      staging_->Free(u->staging);
-      u->staging = {};
-      (void)device_->pool().FreeAsync(u->dev, stream);
-      u->dev = nullptr;
-      if (u->items.size() > 1) {
-        RunItemsAlone(u.get());
-        return fail(absl::OkStatus());
-      }
-      return fail(
-          core::SharedMemoryRegistry::ShrunkError(u->items[0]->request, jobs[faulted[0]].src));
-    }
+  } else if (StageResult r = CopyIntoStaging(u, staging.ptr()); !r.ok()) {
+    return r;  // nothing enqueued yet: `dev` and `staging` return their memory now
   }
+  u.dev = std::move(*dev);
+  u.staging = std::move(staging);
+  return {};
+}
 
-  // Enqueue: events, H2D, kernels, D2H, free, callback. Once anything is enqueued, the unit is
-  // only released by the stream (callback), so buffers the copies read stay valid.
+Executor::StageResult Executor::CopyIntoStaging(Unit& u, char* staging) {
+  const absl::Time t0 = absl::Now();
+  std::vector<CopyJob> jobs;
+  jobs.reserve(u.ins.size());
+  for (const InCopy& in : u.ins) {
+    if (in.pinned) continue;  // the device copy reads it in place
+    jobs.push_back({staging + in.stage_off, in.host, static_cast<size_t>(in.rows * in.row_bytes)});
+  }
+  const std::vector<size_t> faulted = HostCopy(jobs);
+  u.host_copy_in = absl::Now() - t0;
+  if (faulted.empty()) return {};
+  // A client shrank a shared-memory object under an operand: fail that item alone (the others
+  // run without it).
+  return {core::SharedMemoryRegistry::ShrunkError(u.items[0]->request, jobs[faulted[0]].src),
+          /*items_alone=*/true};
+}
+
+void Executor::EnqueueWork(Unit& u, absl::Time* mark) {
+  // Once anything is enqueued, the unit is only released by the stream (event or callback), so
+  // the buffers the copies read stay valid.
   // NOTE: under the stream's enqueue lock, so no other unit's work lands in between (the stream's
   // workspace is shared, and the timing events must bracket this unit's work alone).
-  Mark(Phase::kAllocate, &mark);
-  absl::MutexLock enqueue_lock(u->slot->enqueue_mu.get());
-  Mark(Phase::kStreamLock, &mark);
-  absl::Status st;
-  u->timed = true;
+  absl::MutexLock enqueue_lock(u.slot->enqueue_mu.get());
+  Mark(Phase::kStreamLock, mark);
+  TakeEvents(u);
+  const cudaStream_t stream = u.slot->stream;
+  RecordEvent(u, 0, stream);
+  absl::Status st = EnqueueCopiesIn(u);
+  Mark(Phase::kH2D, mark);
+  st = EnqueueKernels(u, std::move(st));
+  Mark(Phase::kKernels, mark);
+  if (st.ok()) st = EnqueueCopiesOut(u);
+  if (st.ok()) RecordEvent(u, 3, stream);
+  if (!st.ok()) u.timed = false;
+  u.status = st;
+  u.dev.FreeAfterWork();
+}
+
+void Executor::TakeEvents(Unit& u) {
+  u.timed = true;
   // The fifth event (when the compute stream reached this unit) only for kernels on it.
-  const int events = u->kslot != u->slot ? 5 : 4;
+  const int events = u.kslot != u.slot ? 5 : 4;
   for (int i = 0; i < events; ++i) {
     auto ev = device_->GetEvent();
     if (!ev.ok()) {
-      u->timed = false;
+      u.timed = false;
       break;
     }
-    u->ev[i] = *ev;
+    u.ev[i] = *ev;
   }
   // Kernels on the compute stream need the events as dependencies; without them, this unit's
   // kernels run on its own stream.
-  if (!u->timed) u->kslot = u->slot;
-  const cudaStream_t kstream = u->kslot->stream;
-  const bool serial = kstream != stream;
+  if (!u.timed) u.kslot = u.slot;
   // Only every gpu_timing_every-th unit records its timing events; the others only the last one,
   // which completion polls.
-  u->sampled =
-      config_.gpu_timing_every <= 1 ||
-      timing_count_.fetch_add(1, std::memory_order_relaxed) % config_.gpu_timing_every == 0;
-  auto record = [&](int i, cudaStream_t s) {
-    if (u->timed && st.ok() && (u->sampled || i == 3)) {
-      absl::Status rs = CudaStatus(cudaEventRecord(u->ev[i], s), "cudaEventRecord");
-      if (!rs.ok()) u->timed = false;
-    }
-  };
-  record(0, stream);
+  u.sampled =
+      options_.gpu_timing_every <= 1 ||
+      timing_count_.fetch_add(1, std::memory_order_relaxed) % options_.gpu_timing_every == 0;
+}
+
+void Executor::RecordEvent(Unit& u, int i, cudaStream_t stream) {
+  if (u.timed && (u.sampled || i == 3)) {
+    absl::Status rs = CudaStatus(cudaEventRecord(u.ev[i], stream), "cudaEventRecord");
+    if (!rs.ok()) u.timed = false;
+  }
+}
+
+absl::Status Executor::EnqueueCopiesIn(const Unit& u) {
   std::vector<Copy2D> copies;
   std::vector<Copy2D> device_copies;  // from a client's GPU memory (CUDA IPC): by our kernel
-  copies.reserve(std::max(u->ins.size(), u->outs.size()));
-  for (const InCopy& in : u->ins) {
-    const void* src = u->direct || in.pinned
+  copies.reserve(u.ins.size());
+  for (const InCopy& in : u.ins) {
+    const void* src = u.direct || in.pinned
                           ? static_cast<const void*>(in.host)
-                          : static_cast<const void*>(u->staging.ptr + in.stage_off);
+                          : static_cast<const void*>(u.staging.ptr() + in.stage_off);
     (in.device ? device_copies : copies)
-        .push_back({u->dev + in.dev_off, static_cast<size_t>(in.dpitch), src,
+        .push_back({u.dev.get() + in.dev_off, static_cast<size_t>(in.dpitch), src,
                     static_cast<size_t>(in.row_bytes), static_cast<size_t>(in.row_bytes),
                     static_cast<size_t>(in.rows)});
   }
-  // Pageable memory (the direct path) keeps one call per copy.
-  const bool batched = config_.batched_copies && !u->direct;
-  if (config_.merge_copies) {
-    MergeAdjacentCopies(copies);
-    MergeAdjacentCopies(device_copies);
-  }
-  if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyHostToDevice, stream, batched);
-  if (st.ok()) st = EnqueueDeviceCopies(device_copies, stream);
-  Mark(Phase::kH2D, &mark);
-  {
-    // NOTE: the compute stream's lock too (taken after the copy stream's, always in this order):
-    // its workspace is shared, so one unit's kernels go onto it back to back.
-    std::optional<absl::MutexLock> kernel_lock;
-    if (serial) {
-      kernel_lock.emplace(u->kslot->enqueue_mu.get());
-      if (st.ok()) {
-        st = CudaStatus(cudaEventRecord(u->ev[1], stream), "cudaEventRecord");
-      }
-      if (st.ok()) st = CudaStatus(cudaStreamWaitEvent(kstream, u->ev[1]), "cudaStreamWaitEvent");
-      record(4, kstream);
-    } else {
-      record(1, stream);
-    }
-    for (const Launch& l : u->launches) {
-      if (!st.ok()) break;
-      kernel::LaunchOptions opts;
-      opts.kind = u->kind;
-      if (u->workspace_off >= 0) {
-        opts.workspace = u->dev + u->workspace_off;
-        opts.workspace_bytes = u->workspace_bytes;
-      } else {
-        opts.workspace = u->kslot->workspace;
-        opts.workspace_bytes = u->kslot->workspace_bytes;
-      }
-      auto run = [&] {
-        return l.grouped ? kernel::GemmGrouped(l.group, kstream, opts)
-                         : kernel::Gemm(l.batch, kstream, opts);
-      };
-      st = run();
-      if (absl::IsUnimplemented(st) && !u->explicit_kernel &&
-          opts.kind != kernel::KernelKind::kCublasLt) {
-        // The native kernel does not cover this call: serve it through cuBLASLt.
-        opts.kind = kernel::KernelKind::kCublasLt;
-        if (u->workspace_off < 0) {
-          opts.workspace = u->kslot->workspace;
-          opts.workspace_bytes = u->kslot->workspace_bytes;
-        }
-        st = run();
-        u->kernel_name = kernel::KernelName(kernel::KernelKind::kCublasLt);
-      }
-    }
-    if (serial) {
-      // The copy stream (D2H, the free, the callback) goes on after this unit's kernels, also
-      // when one failed to launch: the buffers must outlive whatever was enqueued.
-      absl::Status ks = CudaStatus(cudaEventRecord(u->ev[2], kstream), "cudaEventRecord");
-      if (ks.ok()) ks = CudaStatus(cudaStreamWaitEvent(stream, u->ev[2]), "cudaStreamWaitEvent");
-      if (!ks.ok()) {
-        GEMM_LOG(ERROR) << "device " << ordinal << ": " << ks
-                        << "; synchronizing the compute stream";
-        (void)cudaStreamSynchronize(kstream);
-        if (st.ok()) st = ks;
-      }
-    } else {
-      record(2, stream);
-    }
-  }
-  Mark(Phase::kKernels, &mark);
-  copies.clear();
-  device_copies.clear();
-  for (const OutCopy& o : u->outs) {
+  return SubmitCopies(u, copies, device_copies, cudaMemcpyHostToDevice);
+}
+
+absl::Status Executor::EnqueueCopiesOut(Unit& u) {
+  std::vector<Copy2D> copies;
+  std::vector<Copy2D> device_copies;  // into a client's GPU memory (CUDA IPC): by our kernel
+  copies.reserve(u.outs.size());
+  for (const OutCopy& o : u.outs) {
     void* dst = o.pinned            ? static_cast<void*>(o.dest)
-                : !u->direct        ? static_cast<void*>(u->staging.ptr + o.stage_off)
+                : !u.direct         ? static_cast<void*>(u.staging.ptr() + o.stage_off)
                 : o.dest != nullptr ? static_cast<void*>(o.dest)
-                                    : static_cast<void*>(u->outputs[o.item][o.output].data.data());
+                                    : static_cast<void*>(u.outputs[o.item][o.output].data.data());
     (o.device ? device_copies : copies)
-        .push_back({dst, static_cast<size_t>(o.row_bytes), u->dev + o.dev_off,
+        .push_back({dst, static_cast<size_t>(o.row_bytes), u.dev.get() + o.dev_off,
                     static_cast<size_t>(o.dpitch), static_cast<size_t>(o.row_bytes),
                     static_cast<size_t>(o.rows)});
   }
-  if (config_.merge_copies) {
-    MergeAdjacentCopies(copies);
-    MergeAdjacentCopies(device_copies);
+  return SubmitCopies(u, copies, device_copies, cudaMemcpyDeviceToHost);
+}
+
+absl::Status Executor::SubmitCopies(const Unit& u, std::vector<Copy2D>& copies,
+                                    std::vector<Copy2D>& device_copies, cudaMemcpyKind kind) {
+  // Copies that continue one another on both sides (a coalesced unit's stacked rows through
+  // staging) go out as one copy.
+  MergeAdjacentCopies(copies);
+  MergeAdjacentCopies(device_copies);
+  // Contiguous copies to and from pinned memory go out in one cudaMemcpyBatchAsync call; pageable
+  // memory (the direct path) keeps one call per copy.
+  const bool batched = !u.direct;
+  GEMM_RETURN_IF_ERROR(EnqueueCopies(copies, kind, u.slot->stream, batched));
+  return EnqueueDeviceCopies(device_copies, u.slot->stream);
+}
+
+absl::Status Executor::EnqueueKernels(Unit& u, absl::Status st) {
+  const cudaStream_t stream = u.slot->stream;
+  const cudaStream_t kstream = u.kslot->stream;
+  if (kstream == stream) {
+    if (st.ok()) RecordEvent(u, 1, stream);
+    if (st.ok()) st = LaunchKernels(u);
+    if (st.ok()) RecordEvent(u, 2, stream);
+    return st;
   }
-  if (st.ok()) st = EnqueueCopies(copies, cudaMemcpyDeviceToHost, stream, batched);
-  if (st.ok()) st = EnqueueDeviceCopies(device_copies, stream);
-  record(3, stream);
-  if (!st.ok()) u->timed = false;
-  u->status = st;
-  absl::Status fs = device_->pool().FreeAsync(u->dev, stream);
-  if (!fs.ok()) {
-    GEMM_LOG(ERROR) << "device " << ordinal << ": " << fs;
-    cudaStreamSynchronize(stream);  // error path: cudaFreeAsync failed, free synchronously
-    cudaFree(u->dev);
+  // NOTE: the compute stream's lock too (taken after the copy stream's, always in this order):
+  // its workspace is shared, so one unit's kernels go onto it back to back.
+  absl::MutexLock kernel_lock(u.kslot->enqueue_mu.get());
+  if (st.ok()) st = CudaStatus(cudaEventRecord(u.ev[1], stream), "cudaEventRecord");
+  if (st.ok()) st = CudaStatus(cudaStreamWaitEvent(kstream, u.ev[1]), "cudaStreamWaitEvent");
+  if (st.ok()) RecordEvent(u, 4, kstream);
+  if (st.ok()) st = LaunchKernels(u);
+  // The copy stream (D2H, the free, the completion event) goes on after this unit's kernels,
+  // also when one failed to launch: the buffers must outlive whatever was enqueued.
+  absl::Status ks = CudaStatus(cudaEventRecord(u.ev[2], kstream), "cudaEventRecord");
+  if (ks.ok()) ks = CudaStatus(cudaStreamWaitEvent(stream, u.ev[2]), "cudaStreamWaitEvent");
+  if (!ks.ok()) {
+    GEMM_LOG(ERROR) << "device " << device_->ordinal() << ": " << ks
+                    << "; synchronizing the compute stream";
+    (void)cudaStreamSynchronize(kstream);
+    if (st.ok()) st = ks;
   }
-  u->dev = nullptr;
+  return st;
+}
+
+absl::Status Executor::LaunchKernels(Unit& u) {
+  const cudaStream_t kstream = u.kslot->stream;
+  for (const Launch& l : u.launches) {
+    kernel::LaunchOptions opts;
+    opts.kind = u.kind;
+    if (u.workspace_off >= 0) {
+      opts.workspace = u.dev.get() + u.workspace_off;
+      opts.workspace_bytes = u.workspace_bytes;
+    } else {
+      opts.workspace = u.kslot->workspace;
+      opts.workspace_bytes = u.kslot->workspace_bytes;
+    }
+    // With kAuto, the kernel library itself serves a call its native kernel does not cover
+    // through cuBLASLt (kernel::ChooseKernel).
+    GEMM_RETURN_IF_ERROR(l.grouped ? kernel::GemmGrouped(l.group, kstream, opts)
+                                   : kernel::Gemm(l.batch, kstream, opts));
+  }
+  return absl::OkStatus();
+}
+
+void Executor::HandOff(std::unique_ptr<Unit> u, absl::Time launch_start, absl::Time* mark) {
   u->launch = absl::Now() - launch_start;
-  Unit* raw = u.release();
+  const cudaStream_t stream = u->slot->stream;
+  Unit* raw = u.release();  // from here on owned by the completion path
   if (watcher_ != nullptr && raw->timed) {
     // ev[3] follows the unit's last copy on `stream`.
     watcher_->Watch(raw->ev[3], &Executor::EventDone, raw);
-    Mark(Phase::kD2H, &mark);
+    Mark(Phase::kD2H, mark);
     units_timed_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   absl::Status cs =
       CudaStatus(cudaLaunchHostFunc(stream, &Executor::HostCallback, raw), "cudaLaunchHostFunc");
-  Mark(Phase::kD2H, &mark);
+  Mark(Phase::kD2H, mark);
   units_timed_.fetch_add(1, std::memory_order_relaxed);
   if (!cs.ok()) {
     // Cannot be called back: wait here (this executor thread, never a gRPC thread).
-    GEMM_LOG(ERROR) << "device " << ordinal << ": " << cs << "; synchronizing the stream";
+    GEMM_LOG(ERROR) << "device " << device_->ordinal() << ": " << cs
+                    << "; synchronizing the stream";
     absl::Status ss = CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     if (raw->status.ok()) raw->status = ss.ok() ? cs : ss;
     Enqueued(raw);
@@ -646,12 +644,12 @@ void Executor::EventDone(void* unit, cudaError_t result) {
 void Executor::GpuDone(Unit* unit) {
   if (!unit->gpu_pending) return;
   unit->gpu_pending = false;
-  if (gpu_pending_.fetch_sub(1) - 1 <= config_.idle_units) ReportIfIdle();
+  if (gpu_pending_.fetch_sub(1) - 1 <= options_.idle_units_per_device) ReportIfIdle();
 }
 
 void Executor::ReportIfIdle() {
   const uint64_t taken = batches_taken_.load();
-  if (gpu_pending_.load() > config_.idle_units) return;
+  if (gpu_pending_.load() > options_.idle_units_per_device) return;
   source_->DeviceIdle(device_->ordinal(), taken);
 }
 
@@ -673,7 +671,7 @@ void Executor::CompletionLoop() {
       // every unlock of mu_ (launch threads count units in flight under it) re-check the
       // condition of all eight waiting threads.
       while (done_queue_.empty() && answers_.empty() &&
-             !(pullers_done_ == config_.launch && in_flight_ == 0)) {
+             !(pullers_done_ == options_.launch_threads_per_device && in_flight_ == 0)) {
         work_cv_.Wait(&mu_);
       }
       if (!answers_.empty()) {  // answers first: their GPU work is done, they only wait for us
@@ -701,7 +699,8 @@ void Executor::Retire(std::unique_ptr<Unit> u, bool drain) {
     work_in_flight_us_ = std::max(0.0, work_in_flight_us_ - est_us);
     slot_cv_.Signal();
   }
-  if (--in_flight_ == 0 && pullers_done_ == config_.launch) work_cv_.SignalAll();  // all exit
+  if (--in_flight_ == 0 && pullers_done_ == options_.launch_threads_per_device)
+    work_cv_.SignalAll();  // all exit
 }
 
 bool Executor::OnlyDeviceCopies(const Unit& u) {
@@ -715,12 +714,12 @@ bool Executor::OnlyDeviceCopies(const Unit& u) {
 }
 
 bool Executor::QuickToComplete(const Unit& u) const {
-  if (u.direct || config_.watcher_completion_bytes < 0) return false;
+  if (u.direct || options_.watcher_completion_bytes < 0) return false;
   int64_t bytes = 0;
   for (const OutCopy& o : u.outs) {
     if (!o.pinned) bytes += o.rows * o.row_bytes;
   }
-  return bytes <= config_.watcher_completion_bytes;
+  return bytes <= options_.watcher_completion_bytes;
 }
 
 std::vector<absl::Status> Executor::CopyOut(Unit& u) {
@@ -739,7 +738,7 @@ std::vector<absl::Status> Executor::CopyOut(Unit& u) {
       ResizeUninitialized(&data, bytes);
       dst = data.data();
     }
-    jobs.push_back({dst, u.staging.ptr + o.stage_off, bytes});
+    jobs.push_back({dst, u.staging.ptr() + o.stage_off, bytes});
     job_item.push_back(o.item);
   }
   std::vector<absl::Status> status(u.items.size());
@@ -785,10 +784,6 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
     t.copy_out += absl::Now() - t0;  // staging -> response bytes
   }
   t.copy_in += u->host_copy_in;  // request bytes -> staging
-  staging_->Free(u->staging);
-  u->staging = {};
-  if (u->dev_accounted > 0) device_->pool().Release(u->dev_accounted);
-  u->dev_accounted = 0;
   for (cudaEvent_t& e : u->ev) {
     device_->PutEvent(e);
     e = nullptr;
@@ -826,7 +821,7 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
       done(std::move(r));
     });
   }
-  u.reset();
+  u.reset();  // returns its device memory and staging before any answer goes out
   if (counted) Mark(Phase::kCompletionWork, &mark);
   answers = GroupAnswers(std::move(answers), groups);
   if (answers.empty()) return;

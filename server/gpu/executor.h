@@ -1,17 +1,17 @@
 // The executor of one GPU: launch threads pull batches from the WorkSource with Next(ordinal),
 // turns each into one or more units (a coalesced batch sharing a resident B = ONE GEMM over the
 // stacked A rows; a batch request = one strided-batch call; a group request = GemmGrouped), and
-// enqueues each unit on a non-blocking stream: pinned staging -> 2D H2D copies into pitched pool
-// buffers -> kernel -> D2H -> host callback or a polled event (with serial_kernels, the kernels go
-// on the device's compute stream between two events instead, so kernels never run two at a time). A
-// completion thread (or, for a unit with little to copy out, the event watcher itself) then copies
-// results out of staging, frees everything the unit took and completes its WorkItems. Both host
-// copies (request bytes -> staging, staging -> response bytes) are split over the shared
-// HostCopier's threads. The pulling thread never waits on the GPU (except for a single item larger
-// than a staging slab, copied straight from pageable memory; a coalesced unit that large runs its
-// items one by one instead), so consecutive units overlap across streams. Operands and outputs in
-// page-locked client shared memory (registered regions) skip staging: the device copies read and
-// write them in place.
+// enqueues each unit: pinned staging -> 2D H2D copies into pitched pool buffers on one of the
+// device's non-blocking streams -> kernels on the device's compute stream (between two events, so
+// kernels never run two at a time while other units' copies overlap them) -> D2H -> an event the
+// event watcher polls (a CUDA host function when no event could be had). A completion thread (or,
+// for a unit with little to copy out, the event watcher itself) then copies results out of staging,
+// frees everything the unit took and completes its WorkItems. Both host copies (request bytes ->
+// staging, staging -> response bytes) are split over the shared HostCopier's threads. The pulling
+// thread never waits on the GPU (except for a single item larger than a staging slab, copied
+// straight from pageable memory; a coalesced unit that large runs its items one by one instead), so
+// consecutive units overlap across streams. Operands and outputs in page-locked client shared
+// memory (registered regions) skip staging: the device copies read and write them in place.
 #pragma once
 
 #include <array>
@@ -25,12 +25,15 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/core/backend.h"
+#include "server/gpu/copy_batch.h"
 #include "server/gpu/device_context.h"
 #include "server/gpu/event_watcher.h"
+#include "server/gpu/executor_options.h"
 #include "server/gpu/host_copier.h"
 #include "server/gpu/staging_pool.h"
 
@@ -40,61 +43,10 @@ struct Unit;  // one kernel-call group in flight (unit.h)
 
 class Executor {
  public:
-  struct Config {
-    int launch = 4;              // threads pulling batches and enqueuing their GPU work (>= 1)
-    int completion = 8;          // threads completing finished units and answering requests (>= 1)
-    bool batched_copies = true;  // a unit's contiguous copies in one cudaMemcpyBatchAsync
-    // A launch thread pulls its next batch only while fewer units than this are in flight on
-    // the device (pulled and not completed; a batch being pulled counts as one), so work waits
-    // in the batcher, where any device (and more coalescing) can take it, instead of queuing on
-    // one GPU's streams. 0: no bound.
-    int max_in_flight = 0;
-    // A launch thread pulls the next batch only while the GPU work in flight on the device (units
-    // pulled and not completed, each estimated from its FLOPs and bytes at the device's peak
-    // rates) is under this many microseconds or fewer than two units are in flight, and one
-    // thread at a time. Keeps a few large units per GPU (the rest waits in the shared queue for
-    // whichever GPU frees up first, and for company to batch with) while small ones stay
-    // effectively unbounded. 0: no bound.
-    double max_work_in_flight_us = 1000;
-    // Every unit's kernels on the device's one compute stream (per priority), in order, while
-    // copies stay on the unit's stream: kernels never share the GPU with each other (a
-    // persistent kernel sized for all SMs does not wait for half of them), copies overlap them.
-    bool serial_kernels = true;
-    // Completion by polling each unit's last event on a thread of its own (EventWatcher) instead
-    // of a CUDA host function enqueued after the unit's work.
-    bool poll_completion = true;
-    // Copies that continue one another on both sides (a coalesced unit's stacked rows through
-    // staging) go out as one copy (MergeAdjacentCopies).
-    bool merge_copies = true;
-    // With poll_completion: a finished unit that copies at most this many bytes out of staging
-    // into its responses is completed, and its first request answered, on the watcher thread
-    // itself (no hand-off to a completion thread); larger ones go to the completion threads, so
-    // the watcher goes back to polling. < 0: every unit goes to the completion threads.
-    int64_t watcher_completion_bytes = int64_t{64} << 10;
-    // The GPU counts as idle for the source's idle dispatch (core::WorkSource::DeviceIdle) while
-    // at most this many of the units it took are unfinished on it: 0 waits for all of them; 1
-    // releases the next batch while the last unit runs, so its copies overlap that unit's work.
-    // NOTE: 1 read 8-24% faster than 0 on decode over --shm at 8, 16 and 64 callers with the
-    // default delay, and the same at 64 callers with 50 us (H200 and H100).
-    int idle_units = 1;
-    // With serial_kernels: a unit whose every copy is a device copy (operands and outputs in a
-    // client's GPU memory, CUDA IPC) runs wholly on the compute stream (copy kernel in, GEMM,
-    // copy kernel out), without the cross-stream events. Its copy kernels need SMs, which the
-    // persistent GEMM before it holds anyway, so on a stream of their own they only waited for
-    // it and added two event hops per unit.
-    bool device_units_on_compute_stream = true;
-    // Only every n-th unit (<= 1: every unit) records the CUDA events that time its copy-in,
-    // kernels and copy-out; the others record just the event completion polls, and their answers
-    // say the GPU phases were not timed (core::Timing::gpu_timing_skipped). NOTE: the three
-    // timing records and three cudaEventElapsedTime reads cost ~10 us of host time per unit on
-    // the launch and completion path; decode at 64 callers ran 7% faster untimed and 4-5% at
-    // every 4th unit (H100).
-    int gpu_timing_every = 8;
-  };
   // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
   // executor. `copier` may be null: host copies then run on the executor's own threads.
   Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier,
-           Config config);
+           const ExecutorOptions& options);
   // Joins (Join() must have been called if Start() was).
   ~Executor();
 
@@ -114,19 +66,64 @@ class Executor {
   const DeviceContext& device() const { return *device_; }
 
  private:
-  // `c` with counts clamped to their valid ranges (every other field kept as given).
-  static Config Normalized(Config c);
+  // `o` with counts clamped to their valid ranges (every other field kept as given).
+  static ExecutorOptions Normalized(ExecutorOptions o);
   void PullLoop(core::WorkSource* source);
   // Whether a launch thread may pull a batch now (the in-flight bounds).
   bool MayPullLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool bounded() const { return config_.max_in_flight > 0 || config_.max_work_in_flight_us > 0; }
+  bool bounded() const { return options_.max_units_in_flight_per_device > 0 || max_work_us_ > 0; }
   // Estimated GPU time of `unit` at the device's peak rates (microseconds).
   double EstimateUs(const Unit& unit) const;
   // Counts `unit` in flight (units and estimated work).
   void CountInFlightLocked(Unit& unit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RunBatch(core::Batch batch);
-  // Plans, allocates and enqueues `unit`; completes it (now or via the completion thread).
+  // How a stage of RunUnit ended. ok(): go on. Else the unit stops with `status` for its items;
+  // with `items_alone` (and several items), it failed as a whole for a reason that may concern
+  // only some of them (one bad operand, too large together), so each runs as a unit of its own.
+  struct StageResult {
+    absl::Status status;
+    bool items_alone = false;
+    bool ok() const { return status.ok() && !items_alone; }
+  };
+  // Runs `unit` through its stages: resolve (kernel, resident B ready), plan, acquire memory
+  // (device pool, staging, request bytes into staging), enqueue copies and kernels, hand off to
+  // the completion path. A stage that fails hands the unit on through Abandon().
   void RunUnit(std::unique_ptr<Unit> unit);
+  // Ends `unit` after a failed stage (its memory already returned): runs its items alone or
+  // fails them, then hands it to the completion thread.
+  void Abandon(std::unique_ptr<Unit> unit, StageResult result);
+  // Sets `unit`'s kernel: asks the kernel library (kernel::ChooseKernel) with the requested name
+  // and the device's kernel and self-test outcome.
+  StageResult ResolveKernel(Unit& unit) const;
+  // Waits until the resident B matrices `unit` names have finished uploading.
+  static StageResult WaitForResident(const Unit& unit);
+  // Picks the unit's streams and plans it (sizes; offsets relative to 0).
+  StageResult PlanUnit(Unit& unit) const;
+  // Takes the unit's device memory and staging, plans it at the real addresses and copies the
+  // request bytes into staging; on success the unit owns the memory, else it is returned.
+  StageResult AcquireMemory(Unit& unit);
+  // Copies the unit's operands that are not page-locked into `staging`.
+  StageResult CopyIntoStaging(Unit& unit, char* staging);
+  // Under the stream's enqueue lock: timing events, H2D copies, kernels, D2H copies, and the
+  // free of the device memory after them. Sets unit.status.
+  void EnqueueWork(Unit& unit, absl::Time* mark);
+  // Takes the unit's timing events (unit.timed) and decides whether it is sampled.
+  void TakeEvents(Unit& unit);
+  // Records event `i` of `unit` on `stream` if the unit is timed (and sampled, or i is the
+  // completion event 3); a failure only makes the unit untimed.
+  void RecordEvent(Unit& unit, int i, cudaStream_t stream);
+  absl::Status EnqueueCopiesIn(const Unit& unit);
+  absl::Status EnqueueCopiesOut(Unit& unit);
+  // Enqueues one direction's copies on the unit's stream (host copies, then device copies).
+  absl::Status SubmitCopies(const Unit& unit, std::vector<Copy2D>& copies,
+                            std::vector<Copy2D>& device_copies, cudaMemcpyKind kind);
+  // Enqueues the kernels on the unit's kernel stream, ordered after its copy-in and before its
+  // copy-out; `st` is the copy-in's status (kernels are only launched after a good one).
+  absl::Status EnqueueKernels(Unit& unit, absl::Status st);
+  // Launches the unit's kernel-library calls on its kernel stream.
+  absl::Status LaunchKernels(Unit& unit);
+  // Hands the enqueued unit to its completion path (polled event, else a CUDA host function).
+  void HandOff(std::unique_ptr<Unit> unit, absl::Time launch_start, absl::Time* mark);
   // Runs each item of `u` as a unit of its own (after a coalesced batch failed as a whole for a
   // reason that may concern only some items); leaves `u` without items.
   void RunItemsAlone(Unit* u);
@@ -134,8 +131,8 @@ class Executor {
   void Enqueued(Unit* unit);
   // `unit`'s GPU work is over (or it never got any): takes it out of gpu_pending_ (once).
   void GpuDone(Unit* unit);
-  // Tells the source this GPU is idle if at most config_.idle_units of the units it took are
-  // pending on the GPU now.
+  // Tells the source this GPU is idle if at most options_.idle_units_per_device of the units it
+  // took are pending on the GPU now.
   void ReportIfIdle();
   void CompletionLoop();
   // Frees what `unit` took and answers its items: the first on this thread, the others queued
@@ -147,11 +144,12 @@ class Executor {
   void Retire(std::unique_ptr<Unit> unit, bool drain);
   // Whether every copy of `unit` (planned) is a device copy (also when it has none).
   static bool OnlyDeviceCopies(const Unit& unit);
-  // Whether `unit` copies at most config_.watcher_completion_bytes out of staging (then it is
+  // Whether `unit` copies at most options_.watcher_completion_bytes out of staging (then it is
   // completed on the watcher).
   bool QuickToComplete(const Unit& unit) const;
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
   void DrainAnswers();
+  // CUDA host function completing a unit that has no completion event to poll.
   static void HostCallback(void* unit);
   // EventWatcher's callback: the unit's last event completed (or its query failed).
   static void EventDone(void* unit, cudaError_t result);
@@ -182,14 +180,15 @@ class Executor {
   const std::shared_ptr<DeviceContext> device_;
   StagingPool* const staging_;
   HostCopier* const copier_;
-  const Config config_;
+  const ExecutorOptions options_;
+  const double max_work_us_;  // options_.max_work_in_flight_ms_per_device in microseconds
   std::vector<std::thread> pullers_;
   std::vector<std::thread> completers_;
-  std::unique_ptr<EventWatcher> watcher_;  // with poll_completion
+  std::unique_ptr<EventWatcher> watcher_;
   // Time spent per Phase, summed over units (nanoseconds).
   std::array<std::atomic<int64_t>, kPhases> phase_ns_{};
   std::atomic<int64_t> units_timed_{0};
-  std::atomic<uint64_t> timing_count_{0};  // units launched, for Config::gpu_timing_every
+  std::atomic<uint64_t> timing_count_{0};  // units launched, for ExecutorOptions::gpu_timing_every
   mutable absl::Mutex mu_;
   std::deque<Unit*> done_queue_ ABSL_GUARDED_BY(mu_);
   std::deque<std::function<void()>> answers_ ABSL_GUARDED_BY(mu_);

@@ -17,7 +17,7 @@
 #include "gemm/kernel.h"
 #include "server/core/types.h"
 #include "server/gpu/device_context.h"
-#include "server/gpu/staging_pool.h"
+#include "server/gpu/unit_memory.h"
 
 namespace gemm::gpu {
 
@@ -62,7 +62,6 @@ struct Unit {
   absl::Time released;
   bool high_priority = false;
   kernel::KernelKind kind = kernel::KernelKind::kAuto;
-  bool explicit_kernel = false;
   std::string kernel_name;
   int64_t batch_rows = 0;
   double est_us = 0;  // estimated GPU time, counted in the executor's work in flight
@@ -80,10 +79,9 @@ struct Unit {
   // Resources.
   const StreamSlot* slot = nullptr;   // copies (and kernels unless kslot differs)
   const StreamSlot* kslot = nullptr;  // kernels: slot, or the device's compute stream
-  char* dev = nullptr;
-  int64_t dev_accounted = 0;
-  StagingBlock staging;
-  bool direct = false;  // operands too large for a staging block: copied from pageable memory
+  PoolAllocation dev;    // device memory: operands, outputs, workspace (returned on destruction)
+  StagingLease staging;  // pinned staging for the copies through it (returned on destruction)
+  bool direct = false;   // operands too large for a staging block: copied from pageable memory
   // Timing: before H2D, after H2D, after the kernels, after D2H; and (kernels on the compute
   // stream) when the compute stream reached this unit's kernels.
   cudaEvent_t ev[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};

@@ -12,6 +12,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "gemm/kernel.h"
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/resident.h"
@@ -134,7 +135,7 @@ class Planner {
     In(p.a.data(), p.a_mem, p.count * p.m, p.k * 2, off_a, kp.lda * 2);
     kp.a = Ptr(off_a);
     void* b = nullptr;
-    GPU_RETURN_IF_ERROR(PlaceB(p, &b, &kp.ldb, &sb.stride_b));
+    GEMM_RETURN_IF_ERROR(PlaceB(p, &b, &kp.ldb, &sb.stride_b));
     kp.b = b;
     kp.b_layout = ToKernel(p.b_layout);
     kp.ldd = kp.ldc = PitchElems(p.n, es);
@@ -219,7 +220,7 @@ absl::StatusOr<Stack> StackRows(Unit& u, Planner& pl, std::span<const StackPart>
   kernel::Problem kp;
   void* b = nullptr;
   int64_t stride_b = 0;
-  GPU_RETURN_IF_ERROR(pl.PlaceB(first, &b, &kp.ldb, &stride_b));
+  GEMM_RETURN_IF_ERROR(pl.PlaceB(first, &b, &kp.ldb, &stride_b));
   kp.n = N;
   kp.k = K;
   kp.b = b;
@@ -426,7 +427,7 @@ absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure) {
       st = PlanExperts(u, pl);
       break;
   }
-  GPU_RETURN_IF_ERROR(st);
+  GEMM_RETURN_IF_ERROR(st);
   if (measure) {
     int64_t ws = 0;
     for (const Launch& l : u.launches) {
@@ -445,12 +446,6 @@ absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure) {
     return absl::InternalError("plan changed between passes");
   }
   return absl::OkStatus();
-}
-
-bool Coalescable(const core::WorkItem& item) {
-  const core::GemmRequest& r = item.request;
-  return r.kind == core::WorkKind::kSingle && r.problems.size() == 1 && r.problems[0].count == 1 &&
-         r.problems[0].b_resident != nullptr;
 }
 
 }  // namespace gemm::gpu

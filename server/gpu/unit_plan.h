@@ -19,8 +19,4 @@ namespace gemm::gpu {
 // INVALID_ARGUMENT.
 absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure);
 
-// Whether `item` can be stacked with others along M: a single problem, not batched, whose B is
-// resident.
-bool Coalescable(const core::WorkItem& item);
-
 }  // namespace gemm::gpu

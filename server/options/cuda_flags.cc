@@ -28,40 +28,23 @@ ABSL_FLAG(int64_t, host_copy_chunk_bytes, kCuda.host_copy_chunk_bytes,
           "of it) is cut into for the host copy threads; a copy under two pieces runs on the "
           "calling thread alone.");
 ABSL_FLAG(int32_t, streams_per_device, kCuda.streams_per_device, "CUDA: streams per GPU.");
-ABSL_FLAG(int32_t, launch_threads_per_device, kCuda.launch_threads_per_device,
+ABSL_FLAG(int32_t, launch_threads_per_device, kCuda.executor.launch_threads_per_device,
           "CUDA: threads per GPU that pull batches and enqueue their GPU work.");
-ABSL_FLAG(int32_t, completion_threads_per_device, kCuda.completion_threads_per_device,
+ABSL_FLAG(int32_t, completion_threads_per_device, kCuda.executor.completion_threads_per_device,
           "CUDA: threads per GPU that complete finished work and answer the requests.");
-ABSL_FLAG(bool, batched_copies, kCuda.batched_copies,
-          "CUDA: submit a unit's contiguous copies to and from pinned host memory with one "
-          "cudaMemcpyBatchAsync call each way instead of one call per copy.");
-ABSL_FLAG(bool, merge_copies, kCuda.merge_copies,
-          "CUDA: copy a coalesced unit's stacked rows to and from staging as one copy each way "
-          "wherever they lie back to back on both sides, instead of one copy per request.");
-ABSL_FLAG(bool, serial_kernels, kCuda.serial_kernels,
-          "CUDA: run every unit's kernels on one compute stream per GPU (per priority), one after "
-          "another, while their copies overlap on the other streams; else each unit's kernels "
-          "run on its own stream and may share the GPU with other units' kernels.");
-ABSL_FLAG(bool, poll_completion, kCuda.poll_completion,
-          "CUDA: learn that a unit's GPU work finished by polling its last event on a thread per "
-          "GPU, instead of a CUDA host function enqueued after the work.");
-ABSL_FLAG(int32_t, idle_units_per_device, kCuda.idle_units_per_device,
+ABSL_FLAG(int32_t, idle_units_per_device, kCuda.executor.idle_units_per_device,
           "CUDA, with --dispatch_when_idle: a GPU counts as idle while at most this many of its "
           "units are unfinished on it (0: none; 1: the next batch's copies overlap the last "
           "unit's kernel).");
-ABSL_FLAG(bool, device_units_on_compute_stream, kCuda.device_units_on_compute_stream,
-          "CUDA, with --serial_kernels: a unit whose operands and outputs all live in a client's "
-          "GPU memory (CUDA IPC regions) runs wholly on the compute stream: copy kernel in, "
-          "GEMM, copy kernel out, with no cross-stream events.");
-ABSL_FLAG(int64_t, watcher_completion_bytes, kCuda.watcher_completion_bytes,
-          "CUDA, with --poll_completion: a finished unit whose results copy at most this many "
+ABSL_FLAG(int64_t, watcher_completion_bytes, kCuda.executor.watcher_completion_bytes,
+          "CUDA: a finished unit whose results copy at most this many "
           "bytes out of staging into the responses is completed, and its first request "
           "answered, on the polling thread itself (saves a hand-off); larger ones go to the "
           "completion threads so the polling goes on. -1: always the completion threads.");
-ABSL_FLAG(int32_t, max_units_in_flight_per_device, kCuda.max_units_in_flight_per_device,
+ABSL_FLAG(int32_t, max_units_in_flight_per_device, kCuda.executor.max_units_in_flight_per_device,
           "CUDA: a GPU pulls more work from the queue only while fewer units (kernel-call groups: "
           "a coalesced batch or a request) than this are in flight on it; 0: no bound.");
-ABSL_FLAG(double, max_work_in_flight_ms_per_device, kCuda.max_work_in_flight_ms_per_device,
+ABSL_FLAG(double, max_work_in_flight_ms_per_device, kCuda.executor.max_work_in_flight_ms_per_device,
           "CUDA: a GPU pulls more work from the queue only while the work in flight on it, "
           "estimated from FLOPs and bytes at the GPU's peak rates, is under this many "
           "milliseconds or fewer than two units are in flight (one launch thread pulling at a "
@@ -69,7 +52,7 @@ ABSL_FLAG(double, max_work_in_flight_ms_per_device, kCuda.max_work_in_flight_ms_
           "up first, and small ones there long enough to batch.");
 ABSL_FLAG(bool, replicate_resident, kCuda.replicate_resident,
           "CUDA: place resident matrices on every GPU (else on the least-loaded one).");
-ABSL_FLAG(int32_t, gpu_timing_every, kCuda.gpu_timing_every,
+ABSL_FLAG(int32_t, gpu_timing_every, kCuda.executor.gpu_timing_every,
           "CUDA: time the GPU phases (copy-in, compute, copy-out: CUDA events) of every n-th unit "
           "per GPU; 1 times every unit. The others' answers carry host times only and set "
           "Timing.gpu_timing_skipped; the Prometheus copy-in, compute and copy-out histograms "
@@ -88,19 +71,15 @@ void ApplyCudaFlags(ServerOptions& options) {
   c.host_copy_threads = absl::GetFlag(FLAGS_host_copy_threads);
   c.host_copy_chunk_bytes = absl::GetFlag(FLAGS_host_copy_chunk_bytes);
   c.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);
-  c.launch_threads_per_device = absl::GetFlag(FLAGS_launch_threads_per_device);
-  c.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);
-  c.batched_copies = absl::GetFlag(FLAGS_batched_copies);
-  c.merge_copies = absl::GetFlag(FLAGS_merge_copies);
-  c.serial_kernels = absl::GetFlag(FLAGS_serial_kernels);
-  c.poll_completion = absl::GetFlag(FLAGS_poll_completion);
-  c.idle_units_per_device = absl::GetFlag(FLAGS_idle_units_per_device);
-  c.device_units_on_compute_stream = absl::GetFlag(FLAGS_device_units_on_compute_stream);
-  c.watcher_completion_bytes = absl::GetFlag(FLAGS_watcher_completion_bytes);
-  c.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);
-  c.max_work_in_flight_ms_per_device = absl::GetFlag(FLAGS_max_work_in_flight_ms_per_device);
+  c.executor.launch_threads_per_device = absl::GetFlag(FLAGS_launch_threads_per_device);
+  c.executor.completion_threads_per_device = absl::GetFlag(FLAGS_completion_threads_per_device);
+  c.executor.idle_units_per_device = absl::GetFlag(FLAGS_idle_units_per_device);
+  c.executor.watcher_completion_bytes = absl::GetFlag(FLAGS_watcher_completion_bytes);
+  c.executor.max_units_in_flight_per_device = absl::GetFlag(FLAGS_max_units_in_flight_per_device);
+  c.executor.max_work_in_flight_ms_per_device =
+      absl::GetFlag(FLAGS_max_work_in_flight_ms_per_device);
   c.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
-  c.gpu_timing_every = absl::GetFlag(FLAGS_gpu_timing_every);
+  c.executor.gpu_timing_every = absl::GetFlag(FLAGS_gpu_timing_every);
   c.self_test = absl::GetFlag(FLAGS_self_test);
 }
 

@@ -72,7 +72,7 @@ CudaBackendOptions FastOptions() {
   CudaBackendOptions o;
   o.self_test = false;
   o.staging_bytes = 256 << 20;
-  o.gpu_timing_every = 1;  // the tests read every answer's GPU timing
+  o.executor.gpu_timing_every = 1;  // the tests read every answer's GPU timing
   return o;
 }
 
@@ -566,11 +566,10 @@ int WrongOfMixedDecodeUnits(const CudaBackendOptions& o, absl::BitGen& gen_) {
   return wrong;
 }
 
-TEST_F(EngineTest, LaunchThreadsSharingOneStreamNeverInterleaveUnits) {
+TEST_F(EngineTest, LaunchThreadsSharingOneCopyStreamNeverInterleaveUnits) {
   CudaBackendOptions o = FastOptions();
-  o.launch_threads_per_device = 8;
-  o.streams_per_device = 1;
-  o.serial_kernels = false;  // kernels on the unit's own (single) stream
+  o.executor.launch_threads_per_device = 8;
+  o.streams_per_device = 1;  // every unit's copies on one stream
   EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
 }
 
@@ -578,20 +577,8 @@ TEST_F(EngineTest, LaunchThreadsSharingOneStreamNeverInterleaveUnits) {
 // compute stream's workspace is shared by all units, so their kernels must not interleave there.
 TEST_F(EngineTest, SerialKernelsOnTheComputeStreamNeverInterleaveUnits) {
   CudaBackendOptions o = FastOptions();
-  o.launch_threads_per_device = 8;
+  o.executor.launch_threads_per_device = 8;
   o.streams_per_device = 4;
-  o.serial_kernels = true;
-  EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
-}
-
-// The same with completion through a CUDA host function after each unit's work instead of the
-// default polling of its last event (EventWatcher): every unit is answered once, with its own
-// results.
-TEST_F(EngineTest, HostFunctionCompletionAnswersEveryUnitWithItsOwnResult) {
-  CudaBackendOptions o = FastOptions();
-  o.launch_threads_per_device = 8;
-  o.streams_per_device = 4;
-  o.poll_completion = false;
   EXPECT_EQ(WrongOfMixedDecodeUnits(o, gen_), 0) << "of 3000";
 }
 
@@ -604,9 +591,9 @@ int64_t MaxAheadOfAnswers(int bound, absl::BitGen& gen, double work_bound_ms = 0
   std::atomic<int64_t> most{0};
   std::atomic<FakeSource*> source{nullptr};  // set once the harness exists
   CudaBackendOptions o = FastOptions();
-  o.launch_threads_per_device = 4;
-  o.max_units_in_flight_per_device = bound;
-  o.max_work_in_flight_ms_per_device = work_bound_ms;
+  o.executor.launch_threads_per_device = 4;
+  o.executor.max_units_in_flight_per_device = bound;
+  o.executor.max_work_in_flight_ms_per_device = work_bound_ms;
   o.staging_bytes = 1024 << 20;
   Harness h(o, [&] {
     FakeSource* s = source.load();
@@ -766,7 +753,7 @@ TEST_F(EngineTest, UnknownKernelIsInvalidArgumentAndCublasLtCanBeAsked) {
 // answers carry no GPU phase times and say so. All of them are right.
 TEST_F(EngineTest, OnlyEveryNthUnitTimesItsGpuPhases) {
   CudaBackendOptions o = FastOptions();
-  o.gpu_timing_every = 3;
+  o.executor.gpu_timing_every = 3;
   Harness h(o);
   ASSERT_NE(h.backend, nullptr);
   const int64_t K = 256, N = 192;

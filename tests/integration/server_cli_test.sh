@@ -35,7 +35,7 @@ for flag in host port metrics_port backend drain_timeout_s max_connection_age_s 
 done
 # Tuning flags (transport, allocator, CUDA) are not in --help.
 for flag in grpc_arg reuse_large_buffers staging_bytes gpu_timing_every self_test \
-    serial_kernels; do
+    idle_units_per_device; do
   refute grep -q -- "--$flag " "$work/help"
 done
 refute grep -q "Flags from absl/" "$work/help"

@@ -46,3 +46,9 @@ gtest_discover_tests(stream_packing_test DISCOVERY_MODE PRE_TEST)
 add_executable(shared_memory_registry_test ${CMAKE_CURRENT_LIST_DIR}/shared_memory_registry_test.cc)
 target_link_libraries(shared_memory_registry_test PRIVATE gemm_core GTest::gtest_main)
 gtest_discover_tests(shared_memory_registry_test DISCOVERY_MODE PRE_TEST)
+
+# Which requests coalesce (core::CoalescingKeyOf), the rule shared by the batcher and the CUDA
+# executor.
+add_executable(coalescing_test ${CMAKE_CURRENT_LIST_DIR}/coalescing_test.cc)
+target_link_libraries(coalescing_test PRIVATE gemm_core GTest::gtest_main)
+gtest_discover_tests(coalescing_test DISCOVERY_MODE PRE_TEST)
