@@ -22,7 +22,7 @@ class ConvertTest : public ::testing::Test {
   }
 
   absl::StatusOr<core::GemmRequest> Convert(const v1::GemmRequest& r) {
-    return FromProto(r, absl::Now(), absl::InfiniteFuture(), limits_, shm_);
+    return FromProto(r, absl::Now(), absl::InfiniteFuture(), limits_, shm_, core::Caller{});
   }
 
   // A problem whose output dtype does not exist (conversion would refuse it).
