@@ -2,17 +2,81 @@
 #include "server/core/matrix_registry.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "server/core/checked_math.h"
 
 namespace gemm::core {
+namespace {
+
+// INVALID_ARGUMENT naming `header.handle` unless `handle` is a name a registration may choose.
+absl::Status CheckHandle(const std::string& handle) {
+  if (handle.size() > MatrixRegistry::kMaxHandleBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("header.handle: ", handle.size(),
+                                                   " bytes, more than the limit of ",
+                                                   MatrixRegistry::kMaxHandleBytes));
+  }
+  for (char c : handle) {
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          "header.handle: only printable ASCII characters without spaces are allowed");
+    }
+  }
+  if (absl::StartsWith(handle, "mat-")) {
+    return absl::InvalidArgumentError(
+        "header.handle: names starting with 'mat-' are reserved for generated handles");
+  }
+  return absl::OkStatus();
+}
+
+bool SameShape(const ResidentMatrix::Desc& a, const ResidentMatrix::Desc& b) {
+  return a.rows == b.rows && a.cols == b.cols && a.layout == b.layout;
+}
+
+}  // namespace
+
+void ContentHash::Mix(uint64_t word) {
+  state_ = (state_ ^ word) * 0x9e3779b97f4a7c15ull;
+  state_ ^= state_ >> 29;
+}
+
+void ContentHash::Update(absl::string_view data) {
+  length_ += data.size();
+  size_t i = 0;
+  while (carried_ > 0 && carried_ < 8 && i < data.size()) carry_[carried_++] = data[i++];
+  if (carried_ == 8) {
+    uint64_t w;
+    std::memcpy(&w, carry_, 8);
+    Mix(w);
+    carried_ = 0;
+  }
+  for (; i + 8 <= data.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, data.data() + i, 8);
+    Mix(w);
+  }
+  while (i < data.size()) carry_[carried_++] = data[i++];
+}
+
+uint64_t ContentHash::Digest() const {
+  ContentHash h = *this;
+  uint64_t tail = 0;
+  std::memcpy(&tail, h.carry_, h.carried_);
+  h.Mix(tail);
+  h.Mix(length_);
+  return h.state_ ^ (h.state_ >> 32);
+}
 
 MatrixRegistration::MatrixRegistration(MatrixRegistry* registry, ResidentMatrix::Desc desc,
-                                       std::unique_ptr<MatrixUpload> upload)
-    : registry_(registry), desc_(std::move(desc)), upload_(std::move(upload)) {}
+                                       MatrixNaming naming, std::unique_ptr<MatrixUpload> upload)
+    : registry_(registry),
+      desc_(std::move(desc)),
+      naming_(std::move(naming)),
+      upload_(std::move(upload)) {}
 
 MatrixRegistration::~MatrixRegistration() {
   if (!finished_) registry_->Unreserve(desc_.rows * desc_.cols * 2);
@@ -31,6 +95,7 @@ absl::Status MatrixRegistration::Append(int64_t offset, absl::string_view data) 
                      " overrun the matrix size rows*cols*2 = ", total));
   }
   if (auto s = upload_->Append(data); !s.ok()) return s;
+  hash_.Update(data);
   received_ += data.size();
   return absl::OkStatus();
 }
@@ -44,17 +109,24 @@ absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistration::Finish
   }
   auto m = upload_->Finish();
   if (!m.ok()) return m.status();
+  const std::shared_ptr<const ResidentMatrix> made = std::move(*m);
+  auto held = registry_->Publish(made, hash_.Digest(), naming_);
+  if (!held.ok()) return held.status();  // the destructor gives the reservation back
+  if (*held != made) registry_->Unreserve(total);  // the same content was there already
   finished_ = true;
-  std::shared_ptr<const ResidentMatrix> shared = std::move(*m);
-  registry_->Publish(shared);
-  return shared;
+  return held;
 }
 
-MatrixRegistry::MatrixRegistry(Backend* backend, int64_t max_resident_bytes)
-    : backend_(backend), max_bytes_(max_resident_bytes) {}
+MatrixRegistry::MatrixRegistry(Backend* backend, int64_t max_resident_bytes,
+                               bool release_repository)
+    : backend_(backend), max_bytes_(max_resident_bytes), release_repository_(release_repository) {}
 
 absl::StatusOr<std::unique_ptr<MatrixRegistration>> MatrixRegistry::Begin(ResidentMatrix::Desc desc,
-                                                                          int64_t max_dim) {
+                                                                          int64_t max_dim,
+                                                                          MatrixNaming naming) {
+  if (!naming.handle.empty()) {
+    if (absl::Status s = CheckHandle(naming.handle); !s.ok()) return s;
+  }
   for (auto [name, v] : {std::pair{"rows", desc.rows}, {"cols", desc.cols}}) {
     if (v < 1) {
       return absl::InvalidArgumentError(absl::StrCat("header.", name, ": must be >= 1, got ", v));
@@ -78,9 +150,14 @@ absl::StatusOr<std::unique_ptr<MatrixRegistration>> MatrixRegistry::Begin(Reside
           absl::StrCat("matrix of ", bytes, " bytes does not fit: ", bytes_, " of ", max_bytes_,
                        " resident bytes in use (--max_resident_bytes)"));
     }
+    if (auto it = matrices_.find(naming.handle);
+        it != matrices_.end() && !SameShape(it->second.matrix->desc(), desc)) {
+      if (absl::Status s = CheckTakeover(it->second, desc, naming); !s.ok()) return s;
+    }
     bytes_ += bytes;
-    desc.handle =
-        absl::StrFormat("mat-%d-%016x", next_id_++, absl::Uniform<uint64_t>(absl::BitGen()));
+    desc.handle = naming.handle.empty() ? absl::StrFormat("mat-%d-%016x", next_id_++,
+                                                          absl::Uniform<uint64_t>(absl::BitGen()))
+                                        : naming.handle;
   }
   auto upload = backend_->BeginUpload(desc);
   if (!upload.ok()) {
@@ -88,7 +165,7 @@ absl::StatusOr<std::unique_ptr<MatrixRegistration>> MatrixRegistry::Begin(Reside
     return upload.status();
   }
   return std::unique_ptr<MatrixRegistration>(
-      new MatrixRegistration(this, std::move(desc), std::move(*upload)));
+      new MatrixRegistration(this, std::move(desc), std::move(naming), std::move(*upload)));
 }
 
 absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistry::Lookup(
@@ -99,10 +176,14 @@ absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistry::Lookup(
     return absl::NotFoundError(
         absl::StrCat("no resident matrix '", handle, "' (unknown or released)"));
   }
-  return it->second;
+  return it->second.matrix;
 }
 
-absl::Status MatrixRegistry::Release(const std::string& handle) {
+absl::Status MatrixRegistry::Release(const std::string& handle) { return Forget(handle, true); }
+
+absl::Status MatrixRegistry::Remove(const std::string& handle) { return Forget(handle, false); }
+
+absl::Status MatrixRegistry::Forget(const std::string& handle, bool client) {
   std::shared_ptr<const ResidentMatrix> m;
   {
     absl::MutexLock lock(&mu_);
@@ -110,7 +191,12 @@ absl::Status MatrixRegistry::Release(const std::string& handle) {
     if (it == matrices_.end()) {
       return absl::NotFoundError(absl::StrCat("handle: no resident matrix '", handle, "'"));
     }
-    m = std::move(it->second);
+    if (client && it->second.repository && !release_repository_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "handle: '", handle, "' is a weight of the server's repository (--weights); clients "
+          "may not release it (--allow_release_repository_weights)"));
+    }
+    m = std::move(it->second.matrix);
     matrices_.erase(it);
     bytes_ -= m->bytes();
   }
@@ -121,7 +207,9 @@ std::vector<MatrixRegistry::Entry> MatrixRegistry::List() const {
   std::vector<Entry> out;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [h, m] : matrices_) out.push_back({m, m.use_count() - 2});
+    for (const auto& [h, held] : matrices_) {
+      out.push_back({held.matrix, held.matrix.use_count() - 2, held.content_hash, held.repository});
+    }
   }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) {
     return a.matrix->desc().handle < b.matrix->desc().handle;
@@ -139,9 +227,40 @@ void MatrixRegistry::Unreserve(int64_t bytes) {
   bytes_ -= bytes;
 }
 
-void MatrixRegistry::Publish(std::shared_ptr<const ResidentMatrix> m) {
+absl::Status MatrixRegistry::CheckTakeover(const Held& held, const ResidentMatrix::Desc& desc,
+                                           const MatrixNaming& naming) const {
+  const ResidentMatrix::Desc& now = held.matrix->desc();
+  if (held.repository && !naming.repository && !release_repository_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "header.handle: '", now.handle, "' is a weight of the server's repository (--weights) "
+        "with other content; clients may not replace it (--allow_release_repository_weights)"));
+  }
+  if (!naming.replace) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "header.handle: '", now.handle, "' holds other content (", now.rows, "x", now.cols, " ",
+        BLayoutName(now.layout), "; this one is ", desc.rows, "x", desc.cols, " ",
+        BLayoutName(desc.layout), "); set header.replace to swap it in"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistry::Publish(
+    std::shared_ptr<const ResidentMatrix> m, uint64_t hash, const MatrixNaming& naming) {
+  std::shared_ptr<const ResidentMatrix> old;  // dropped after the lock
   absl::MutexLock lock(&mu_);
-  matrices_[m->desc().handle] = std::move(m);
+  auto [it, inserted] = matrices_.try_emplace(m->desc().handle);
+  Held& held = it->second;
+  if (!inserted) {
+    if (held.content_hash == hash && SameShape(held.matrix->desc(), m->desc())) {
+      held.repository = held.repository || naming.repository;
+      return held.matrix;
+    }
+    if (absl::Status s = CheckTakeover(held, m->desc(), naming); !s.ok()) return s;
+    bytes_ -= held.matrix->bytes();
+    old = std::move(held.matrix);
+  }
+  held = Held{.matrix = m, .content_hash = hash, .repository = naming.repository};
+  return m;
 }
 
 }  // namespace gemm::core
