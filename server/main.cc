@@ -1,6 +1,7 @@
-// gemm_server: flags -> ServerOptions, backend selection, engine + gRPC service wiring, health and
-// reflection, Prometheus metrics, the listener's guards (taken port, open-file limit, connection
-// cap), graceful drain on SIGTERM/SIGINT.
+// gemm_server: flags -> ServerOptions, backend selection, engine + gRPC service wiring, the weight
+// repository (loaded before the server listens, rescanned on SIGHUP), health and reflection,
+// Prometheus metrics, the listener's guards (taken port, open-file limit, connection cap),
+// graceful drain on SIGTERM/SIGINT.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server.h>
@@ -31,6 +32,8 @@
 #include "common/thread_name.h"
 #include "server/core/engine.h"
 #include "server/core/metrics.h"
+#include "server/core/weight_repository.h"
+#include "server/core/weight_repository_reloader.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/grpc/gemm_service.h"
 #include "server/listener/accept_guard.h"
@@ -117,13 +120,14 @@ void CapConnections(const ProcessOptions& o, const gemm::server::OpenFileLimit& 
   }
 }
 
-// Blocks the termination signals in this thread and every thread started after it; WaitAndDrain
-// waits for them.
+// Blocks the termination signals and SIGHUP (rescan the weight repository) in this thread and
+// every thread started after it; WaitAndDrain waits for them.
 sigset_t BlockTerminationSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
 }
@@ -180,6 +184,31 @@ std::optional<EngineAndMetrics> BuildEngine(const ServerOptions& o) {
   }
   LogLimits(**engine);
   return EngineAndMetrics{.metrics = std::move(*metrics), .engine = std::move(*engine)};
+}
+
+// Loads the weight repository of `o` (none without --weights) into the engine's registry before
+// the server listens, so that it reports SERVING with every weight in place. Null when there is
+// none; sets `failed` (logged) when a path, file or tensor could not be loaded.
+std::unique_ptr<gemm::core::WeightRepository> LoadWeights(const ServerOptions& o,
+                                                          const EngineAndMetrics& core,
+                                                          bool* failed) {
+  *failed = false;
+  if (o.weights.paths.empty()) return nullptr;
+  gemm::core::WeightRepository::Options options = o.weights;
+  options.metrics = core.metrics.get();
+  auto repository = gemm::core::WeightRepository::Create(
+      std::move(options), &core.engine->registry(), core.engine->limits().max_dim);
+  if (!repository.ok()) {
+    GEMM_LOG(ERROR) << repository.status();
+    *failed = true;
+    return nullptr;
+  }
+  if (!(*repository)->ScanAndLog()) {
+    GEMM_LOG(ERROR) << "weights: the repository did not load (see above; --weights_strict makes "
+                       "skipped tensors errors too)";
+    *failed = true;
+  }
+  return std::move(*repository);
 }
 
 // Creates the gRPC service over `engine`, reporting every RPC to `metrics`, and logs its stream
@@ -296,15 +325,24 @@ class GaugeThread {
   std::thread thread_;  // last: starts once stop_ is set up
 };
 
-// Waits for SIGTERM or SIGINT, then drains: new requests, also on streams already open, are
+// Waits for SIGTERM or SIGINT (asking `reloader`, when there is one, to rescan the weight
+// repository on each SIGHUP), then drains: new requests, also on streams already open, are
 // refused from here on; the ones accepted before are answered. Shutdown waits (up to the drain
 // timeout) for every call, and a stream call ends only after each request it handed to the
 // engine is answered, so the engine keeps running until Shutdown returns.
 void WaitAndDrain(const sigset_t& signals, absl::Duration drain_timeout,
                   gemm::service::GemmServiceImpl& service, grpc::Server& server,
-                  gemm::core::GemmEngine& engine, GaugeThread& gauges) {
+                  gemm::core::GemmEngine& engine, GaugeThread& gauges,
+                  gemm::core::WeightRepositoryReloader* reloader) {
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+    if (reloader != nullptr) {
+      reloader->Trigger();
+    } else {
+      GEMM_LOG(INFO) << "SIGHUP: no weight repository to rescan (--weights)";
+    }
+  }
+  if (reloader != nullptr) reloader->Stop();
   GEMM_LOG(INFO) << "signal " << sig << ": draining (up to " << drain_timeout << ")";
   service.StartDrain();
   SetServing(server, false);
@@ -327,6 +365,9 @@ int Run(const ServerOptions& o) {
   }
   std::optional<EngineAndMetrics> core = BuildEngine(o);
   if (!core.has_value()) return 1;
+  bool weights_failed = false;
+  std::unique_ptr<gemm::core::WeightRepository> weights = LoadWeights(o, *core, &weights_failed);
+  if (weights_failed) return 1;
   std::unique_ptr<gemm::service::GemmServiceImpl> service =
       BuildService(o, core->engine.get(), core->metrics.get());
   if (service == nullptr) return 1;
@@ -343,7 +384,10 @@ int Run(const ServerOptions& o) {
                  << "; allocator " << AllocatorName();
   std::fflush(stdout);
   GaugeThread gauges(core->metrics.get(), core->engine.get());
-  WaitAndDrain(signals, o.process.drain_timeout, *service, *server, *core->engine, gauges);
+  std::optional<gemm::core::WeightRepositoryReloader> reloader;
+  if (weights != nullptr) reloader.emplace(weights.get());
+  WaitAndDrain(signals, o.process.drain_timeout, *service, *server, *core->engine, gauges,
+               reloader ? &*reloader : nullptr);
   return 0;
 }
 

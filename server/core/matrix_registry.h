@@ -61,6 +61,8 @@ class MatrixRegistration {
   // naming (see MatrixRegistry::Begin). For a name that already holds the same content, returns
   // that matrix and gives the new copy back.
   absl::StatusOr<std::shared_ptr<const ResidentMatrix>> Finish();
+  // The content hash of the bytes appended so far.
+  uint64_t content_hash() const { return hash_.Digest(); }
 
  private:
   friend class MatrixRegistry;

@@ -16,7 +16,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/log.h"
+#include "server/core/limits.h"
 
 namespace gemm::core {
 namespace {
@@ -65,6 +68,9 @@ class FileHandle {
 absl::StatusOr<std::unique_ptr<WeightRepository>> WeightRepository::Create(
     Options options, MatrixRegistry* registry, int64_t max_dim) {
   if (options.paths.empty()) return absl::InvalidArgumentError("--weights: no path given");
+  if (options.poll_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--weights_poll_s: must be >= 0");
+  }
   if (options.chunk_bytes < 4096) {
     return absl::InvalidArgumentError(
         absl::StrCat("weights chunk size: must be >= 4096 bytes, got ", options.chunk_bytes));
@@ -224,6 +230,25 @@ WeightRepository::ScanReport WeightRepository::Scan() {
   report.stats.seconds = absl::ToDoubleSeconds(absl::Now() - start);
   if (options_.metrics != nullptr) options_.metrics->RecordWeightsScan(report.stats);
   return report;
+}
+
+}  // namespace gemm::core
+
+namespace gemm::core {
+
+bool WeightRepository::ScanAndLog() {
+  const ScanReport r = Scan();
+  for (const std::string& change : r.changes) GEMM_LOG(INFO) << "weights: " << change;
+  for (const std::string& error : r.errors) GEMM_LOG(ERROR) << "weights: " << error;
+  const WeightsScanStats& s = r.stats;
+  GEMM_LOG(INFO) << "weights: " << s.tensors << " tensors; " << s.added << " added, " << s.replaced
+                 << " replaced, " << s.removed << " removed, " << s.skipped << " skipped, "
+                 << s.failed << " failed; read " << FormatBytes(s.bytes_read) << " in "
+                 << absl::StrFormat("%.3f s", s.seconds)
+                 << (s.bytes_read > 0 && s.seconds > 0
+                         ? absl::StrFormat(" (%.2f GB/s)", s.bytes_read / s.seconds / 1e9)
+                         : std::string());
+  return r.errors.empty();
 }
 
 }  // namespace gemm::core

@@ -15,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "server/core/matrix_registry.h"
 #include "server/core/metrics.h"
 #include "server/core/types.h"
@@ -33,6 +34,9 @@ class WeightRepository {
     bool strict = false;
     // Bytes read per chunk (two chunks are in memory at a time). Default 16 MiB.
     int64_t chunk_bytes = int64_t{16} << 20;
+    // How often WeightRepositoryReloader rescans (zero: only when asked, e.g. on SIGHUP).
+    // Default zero.
+    absl::Duration poll_interval = absl::ZeroDuration();
     // Where scans are reported (may be null).
     Metrics* metrics = nullptr;
   };
@@ -54,6 +58,12 @@ class WeightRepository {
   // cannot be indexed or a tensor that cannot be loaded is an error in the report; the tensors it
   // held before stay. Blocks for the reads and uploads.
   ScanReport Scan();
+
+  // Scan(), logging what changed, each error and the load time and rate. Returns whether the
+  // scan met no error.
+  bool ScanAndLog();
+
+  const Options& options() const { return options_; }
 
  private:
   // What the repository knows of one file.

@@ -126,9 +126,7 @@ grpc::ServerUnaryReactor* GemmServiceImpl::ListMatrices(grpc::CallbackServerCont
   return Serve<v1::ListMatricesRequest, v1::ListMatricesResponse>(
       "ListMatrices", context, request, response,
       [this](const v1::ListMatricesRequest& /*in*/, v1::ListMatricesResponse* out) {
-        for (const auto& e : engine().registry().List()) {
-          ToProto(*e.matrix, e.in_flight, out->add_matrices());
-        }
+        for (const auto& e : engine().registry().List()) ToProto(e, out->add_matrices());
         return absl::OkStatus();
       });
 }

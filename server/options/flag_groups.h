@@ -13,6 +13,8 @@ void ApplyLimitsFlags(ServerOptions& options);
 void ApplyBatchingFlags(ServerOptions& options);
 // Transport and allocator tuning (tuning_flags.cc).
 void ApplyTuningFlags(ServerOptions& options);
+// The weight repository (weights_flags.cc).
+void ApplyWeightsFlags(ServerOptions& options);
 #ifdef GEMM_HAVE_CUDA_BACKEND
 // CUDA backend tuning (cuda_flags.cc; defined in every build, read only in a CUDA build).
 void ApplyCudaFlags(ServerOptions& options);

@@ -16,6 +16,7 @@ ServerOptions ServerOptionsFromFlags() {
   ApplyLimitsFlags(options);
   ApplyBatchingFlags(options);
   ApplyTuningFlags(options);
+  ApplyWeightsFlags(options);
 #ifdef GEMM_HAVE_CUDA_BACKEND
   ApplyCudaFlags(options);
 #endif
@@ -24,7 +25,7 @@ ServerOptions ServerOptionsFromFlags() {
 
 bool IsUserFlagFile(absl::string_view path) {
   return path == "server/options/serving_flags.cc" || path == "server/options/limits_flags.cc" ||
-         path == "server/options/batching_flags.cc";
+         path == "server/options/batching_flags.cc" || path == "server/options/weights_flags.cc";
 }
 
 }  // namespace gemm::server

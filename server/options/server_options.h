@@ -9,6 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "server/core/engine.h"
+#include "server/core/weight_repository.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/grpc/service_state.h"
 #ifdef GEMM_HAVE_CUDA_BACKEND
@@ -47,6 +48,8 @@ struct ServerOptions {
   ProcessOptions process;
   core::GemmEngine::Options engine;
   service::ServiceOptions service;
+  // The weight repository loaded at start-up (no paths: none).
+  core::WeightRepository::Options weights;
   cpu::CpuBackendOptions cpu;
 #ifdef GEMM_HAVE_CUDA_BACKEND
   gpu::CudaBackendOptions cuda;
