@@ -41,8 +41,10 @@ class GemmClient {
   // The service config the channels get with retry_unavailable: every GemmService method is
   // retried on UNAVAILABLE, up to 5 attempts, with exponential backoff from 50 ms to 1 s
   // (jittered). A retry goes through load balancing again, so round_robin sends it to another
-  // server.
+  // server. With round_robin, servers whose health check says NOT_SERVING (draining) get no new
+  // calls.
   static constexpr char kRetryServiceConfig[] = R"({
+    "healthCheckConfig": {"serviceName": "gemm.v1.GemmService"},
     "methodConfig": [{
       "name": [{"service": "gemm.v1.GemmService"}],
       "retryPolicy": {

@@ -325,6 +325,29 @@ class GaugeThread {
   std::thread thread_;  // last: starts once stop_ is set up
 };
 
+// The longest the drain waits for clients to stop sending before the listener closes.
+constexpr absl::Duration kDrainNotice = absl::Seconds(2);
+
+// Waits (up to `notice`) until no request has been refused for 100 ms: clients that check health
+// (the client libraries' service config) stop sending within a round trip of NOT_SERVING, and
+// those that do not are answered UNAVAILABLE, which they retry elsewhere.
+// NOTE: gRPC cancels a call that arrives after Server::Shutdown began and before the client
+// saw the GOAWAY (the client gets CANCELLED, which it must not retry), so the drain closes the
+// listener only once calls stopped coming.
+void AwaitClientsLeaving(const gemm::service::GemmServiceImpl& service, absl::Duration notice) {
+  const absl::Time end = absl::Now() + notice;
+  int64_t refused = service.RefusedWhileDraining();
+  absl::Time quiet_since = absl::Now();
+  while (absl::Now() < end && absl::Now() - quiet_since < absl::Milliseconds(100)) {
+    absl::SleepFor(absl::Milliseconds(10));
+    const int64_t now = service.RefusedWhileDraining();
+    if (now != refused) {
+      refused = now;
+      quiet_since = absl::Now();
+    }
+  }
+}
+
 // Waits for SIGTERM or SIGINT (asking `reloader`, when there is one, to rescan the weight
 // repository on each SIGHUP), then drains: new requests, also on streams already open, are
 // refused from here on; the ones accepted before are answered. Shutdown waits (up to the drain
@@ -346,6 +369,7 @@ void WaitAndDrain(const sigset_t& signals, absl::Duration drain_timeout,
   GEMM_LOG(INFO) << "signal " << sig << ": draining (up to " << drain_timeout << ")";
   service.StartDrain();
   SetServing(server, false);
+  AwaitClientsLeaving(service, std::min(drain_timeout, kDrainNotice));
   server.Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(drain_timeout));
   engine.Shutdown();
   gauges.Stop();

@@ -79,9 +79,11 @@ BOperand = Union[np.ndarray, ResidentMatrix, str]
 
 # Retries calls answered UNAVAILABLE (a replica draining, starting or gone) through gRPC's retry
 # policy: up to 5 attempts, exponential backoff from 50 ms to 1 s; each retry is load-balanced
-# again, so a rolling restart of the servers behind a target costs no failed call. The same
+# again, so a rolling restart of the servers behind a target costs no failed call; with
+# round_robin, servers whose health check says NOT_SERVING (draining) get no new calls. The same
 # policy as the C++ client's GemmClient::kRetryServiceConfig.
 RETRY_SERVICE_CONFIG = json.dumps({
+    "healthCheckConfig": {"serviceName": "gemm.v1.GemmService"},
     "methodConfig": [{
         "name": [{"service": "gemm.v1.GemmService"}],
         "retryPolicy": {
