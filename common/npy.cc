@@ -96,8 +96,8 @@ absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
   else if (header->descr == "<f8")
     elem = 8;
   else
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": dtype '", header->descr, "' not supported (float32/float64 only)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": dtype '", header->descr, "' not supported (float32/float64 only)"));
   NpyArray arr;
   arr.shape = header->shape;
   const std::string shape_text = absl::StrCat("(", absl::StrJoin(arr.shape, ", "), ")");

@@ -111,7 +111,7 @@ absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistration::Finish
   if (!m.ok()) return m.status();
   const std::shared_ptr<const ResidentMatrix> made = std::move(*m);
   auto held = registry_->Publish(made, hash_.Digest(), naming_);
-  if (!held.ok()) return held.status();  // the destructor gives the reservation back
+  if (!held.ok()) return held.status();            // the destructor gives the reservation back
   if (*held != made) registry_->Unreserve(total);  // the same content was there already
   finished_ = true;
   return held;
@@ -192,9 +192,10 @@ absl::Status MatrixRegistry::Forget(const std::string& handle, bool client) {
       return absl::NotFoundError(absl::StrCat("handle: no resident matrix '", handle, "'"));
     }
     if (client && it->second.repository && !release_repository_) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "handle: '", handle, "' is a weight of the server's repository (--weights); clients "
-          "may not release it (--allow_release_repository_weights)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("handle: '", handle,
+                       "' is a weight of the server's repository (--weights); clients "
+                       "may not release it (--allow_release_repository_weights)"));
     }
     m = std::move(it->second.matrix);
     matrices_.erase(it);
@@ -232,7 +233,8 @@ absl::Status MatrixRegistry::CheckTakeover(const Held& held, const ResidentMatri
   const ResidentMatrix::Desc& now = held.matrix->desc();
   if (held.repository && !naming.repository && !release_repository_) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "header.handle: '", now.handle, "' is a weight of the server's repository (--weights) "
+        "header.handle: '", now.handle,
+        "' is a weight of the server's repository (--weights) "
         "with other content; clients may not replace it (--allow_release_repository_weights)"));
   }
   if (!naming.replace) {

@@ -65,8 +65,9 @@ class FileHandle {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<WeightRepository>> WeightRepository::Create(
-    Options options, MatrixRegistry* registry, int64_t max_dim) {
+absl::StatusOr<std::unique_ptr<WeightRepository>> WeightRepository::Create(Options options,
+                                                                           MatrixRegistry* registry,
+                                                                           int64_t max_dim) {
   if (options.paths.empty()) return absl::InvalidArgumentError("--weights: no path given");
   if (options.poll_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--weights_poll_s: must be >= 0");
@@ -113,9 +114,9 @@ std::vector<std::string> WeightRepository::Discover(ScanReport& report) const {
 
 absl::StatusOr<WeightRepository::Loaded> WeightRepository::LoadTensor(const WeightTensor& t) {
   const std::shared_ptr<const ResidentMatrix> before = registry_->Lookup(t.name).value_or(nullptr);
-  auto reg = registry_->Begin(
-      {.name = t.name, .rows = t.rows, .cols = t.cols, .layout = options_.layout}, max_dim_,
-      {.handle = t.name, .replace = true, .repository = true});
+  auto reg =
+      registry_->Begin({.name = t.name, .rows = t.rows, .cols = t.cols, .layout = options_.layout},
+                       max_dim_, {.handle = t.name, .replace = true, .repository = true});
   if (!reg.ok()) return reg.status();
   const FileHandle file(t.path);
   if (file.fd() < 0) return absl::NotFoundError(absl::StrCat("cannot open: ", strerror(errno)));

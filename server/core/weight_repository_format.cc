@@ -30,11 +30,11 @@ struct SafetensorsDType {
   std::optional<WeightDType> loaded;
 };
 constexpr SafetensorsDType kSafetensorsDTypes[] = {
-    {"BOOL", 1, std::nullopt},    {"U8", 1, std::nullopt},      {"I8", 1, std::nullopt},
-    {"F8_E5M2", 1, std::nullopt}, {"F8_E4M3", 1, std::nullopt}, {"I16", 2, std::nullopt},
+    {"BOOL", 1, std::nullopt},    {"U8", 1, std::nullopt},       {"I8", 1, std::nullopt},
+    {"F8_E5M2", 1, std::nullopt}, {"F8_E4M3", 1, std::nullopt},  {"I16", 2, std::nullopt},
     {"U16", 2, std::nullopt},     {"F16", 2, WeightDType::kF16}, {"BF16", 2, WeightDType::kBF16},
-    {"I32", 4, std::nullopt},     {"U32", 4, std::nullopt},     {"F32", 4, WeightDType::kF32},
-    {"F64", 8, std::nullopt},     {"I64", 8, std::nullopt},     {"U64", 8, std::nullopt}};
+    {"I32", 4, std::nullopt},     {"U32", 4, std::nullopt},      {"F32", 4, WeightDType::kF32},
+    {"F64", 8, std::nullopt},     {"I64", 8, std::nullopt},      {"U64", 8, std::nullopt}};
 
 const SafetensorsDType* FindDType(absl::string_view name) {
   for (const SafetensorsDType& d : kSafetensorsDTypes) {
@@ -113,10 +113,10 @@ absl::Status CheckExtent(const std::string& file, const RawEntry& e, int64_t dat
   std::optional<int64_t> bytes = e.dtype->bytes;
   for (int64_t d : e.shape) bytes = bytes ? CheckedMul(*bytes, d) : std::nullopt;
   if (!bytes || *bytes != e.end - e.begin) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, "data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin,
-        " bytes, but shape [", absl::StrJoin(e.shape, ", "), "] of ", e.dtype_name, " needs ",
-        bytes ? absl::StrCat(*bytes) : std::string("more than 2^63")));
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin,
+                     " bytes, but shape [", absl::StrJoin(e.shape, ", "), "] of ", e.dtype_name,
+                     " needs ", bytes ? absl::StrCat(*bytes) : std::string("more than 2^63")));
   }
   return absl::OkStatus();
 }
@@ -129,9 +129,9 @@ absl::Status CheckDisjoint(const std::string& file, std::vector<const RawEntry*>
   for (const RawEntry* e : entries) {
     if (e->begin == e->end) continue;
     if (last != nullptr && e->begin < last->end) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          file, ": tensors '", last->tensor, "' [", last->begin, ", ", last->end, ") and '",
-          e->tensor, "' [", e->begin, ", ", e->end, ") overlap"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(file, ": tensors '", last->tensor, "' [", last->begin, ", ", last->end,
+                       ") and '", e->tensor, "' [", e->begin, ", ", e->end, ") overlap"));
     }
     last = e;
   }
@@ -248,7 +248,8 @@ float HalfToFloat(uint16_t h) {
 
 absl::StatusOr<int64_t> SafetensorsHeaderLength(absl::string_view prefix, int64_t file_bytes) {
   if (prefix.size() < 8 || file_bytes < 8) {
-    return absl::InvalidArgumentError("shorter than the 8-byte header length of a safetensors file");
+    return absl::InvalidArgumentError(
+        "shorter than the 8-byte header length of a safetensors file");
   }
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(prefix[i]);

@@ -21,8 +21,8 @@ inline constexpr int64_t WeightDTypeBytes(WeightDType t) { return t == WeightDTy
 
 // One 2-D tensor of a weight file, loadable as a resident matrix.
 struct WeightTensor {
-  std::string name;  // "<file stem>/<tensor>" (safetensors) or "<file stem>" (.npy)
-  std::string path;  // the file
+  std::string name;    // "<file stem>/<tensor>" (safetensors) or "<file stem>" (.npy)
+  std::string path;    // the file
   int64_t offset = 0;  // of its first byte in the file
   int64_t rows = 0, cols = 0;
   WeightDType dtype = WeightDType::kBF16;

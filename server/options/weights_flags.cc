@@ -43,7 +43,8 @@ ABSL_FLAG(gemm::core::BLayout, weights_layout, kWeights.layout,
 ABSL_FLAG(bool, weights_strict, kWeights.strict,
           "A repository tensor of another dtype than BF16/F16/F32 or not 2-D stops the start "
           "(or fails the rescan) instead of being skipped with a log line. Default false.");
-ABSL_FLAG(int32_t, weights_poll_s, static_cast<int32_t>(absl::ToInt64Seconds(kWeights.poll_interval)),
+ABSL_FLAG(int32_t, weights_poll_s,
+          static_cast<int32_t>(absl::ToInt64Seconds(kWeights.poll_interval)),
           "Seconds between rescans of the weight repository (new files load, changed ones "
           "replace their tensors, removed ones are released); 0: only on SIGHUP. Default 0.");
 ABSL_FLAG(bool, allow_release_repository_weights,

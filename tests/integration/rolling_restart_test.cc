@@ -74,8 +74,8 @@ class VerifiedLoad {
 TEST(RollingRestartTest, NoCallFailsWhileEachReplicaRestarts) {
   const std::string folder = FreshFolder("rolling_restart_test");
   const std::vector<RepositoryWeight> weights = WriteTestRepository(folder);
-  const std::vector<std::string> flags = {"--backend=cpu", "--cpu_workers=1",
-                                          "--weights=" + folder, "--drain_timeout_s=10"};
+  const std::vector<std::string> flags = {"--backend=cpu", "--cpu_workers=1", "--weights=" + folder,
+                                          "--drain_timeout_s=10"};
   std::vector<int> ports;
   std::vector<std::unique_ptr<ServerProcess>> servers;
   std::vector<std::string> addresses;

@@ -35,8 +35,7 @@ int ServerProcess::FreePort() {
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(std::vector<std::string> flags,
                                                                     absl::Duration ready_timeout,
                                                                     std::string binary,
-                                                                    int max_open_files,
-                                                                    int port) {
+                                                                    int max_open_files, int port) {
   if (binary.empty()) binary = GEMM_SERVER_PATH;
   if (port == 0) port = FreePort();
   std::vector<std::string> args = {binary, absl::StrCat("--port=", port), "--host=127.0.0.1",

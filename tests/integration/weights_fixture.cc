@@ -40,10 +40,9 @@ std::string F16Bytes(const std::vector<float>& values) {
 std::vector<RepositoryWeight> WriteTestRepository(const std::string& folder) {
   const std::vector<float> q = ExactValues(24 * 16, 1), k = ExactValues(8 * 16, 2),
                            v = ExactValues(12 * 16, 3), proj = ExactValues(5 * 16, 4);
-  WriteBytes(folder + "/model.safetensors",
-             SafetensorsFile({{"q", "BF16", {24, 16}, Bf16Bytes(q)},
-                              {"k", "F16", {8, 16}, F16Bytes(k)},
-                              {"v", "F32", {12, 16}, F32Bytes(v)}}));
+  WriteBytes(folder + "/model.safetensors", SafetensorsFile({{"q", "BF16", {24, 16}, Bf16Bytes(q)},
+                                                             {"k", "F16", {8, 16}, F16Bytes(k)},
+                                                             {"v", "F32", {12, 16}, F32Bytes(v)}}));
   EXPECT_TRUE(WriteNpy(folder + "/proj.npy", {5, 16}, proj).ok());
   return {{"model/k", 8, 16, Bf16Bytes(k)},
           {"model/q", 24, 16, Bf16Bytes(q)},

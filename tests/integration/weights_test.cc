@@ -81,8 +81,8 @@ TEST_F(WeightsTest, SighupLoadsNewFiles) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   EXPECT_NE(std::find(names.begin(), names.end(), "extra"), names.end());
-  auto error = GemmByName(server_->client(), {"extra", 2, 16, Bf16Bytes(std::vector<float>(32, 0.5f))},
-                          3, gen_);
+  auto error = GemmByName(server_->client(),
+                          {"extra", 2, 16, Bf16Bytes(std::vector<float>(32, 0.5f))}, 3, gen_);
   ASSERT_TRUE(error.ok()) << error.status();
   EXPECT_LT(*error, 8e-3);
 }

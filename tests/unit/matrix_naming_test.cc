@@ -49,7 +49,7 @@ TEST_F(MatrixNamingTest, OtherContentIsAlreadyExistsUnlessReplacing) {
   auto other = Register({.handle = "w"}, 'b');
   EXPECT_EQ(other.status().code(), absl::StatusCode::kAlreadyExists) << other.status();
   EXPECT_NE(other.status().message().find("header.replace"), std::string::npos);
-  EXPECT_EQ(registry_.resident_bytes(), 16);  // the refused copy's reservation went back
+  EXPECT_EQ(registry_.resident_bytes(), 16);       // the refused copy's reservation went back
   auto shape = Register({.handle = "w"}, 'a', 3);  // refused before any byte is sent
   EXPECT_EQ(shape.status().code(), absl::StatusCode::kAlreadyExists);
   auto replaced = Register({.handle = "w", .replace = true}, 'b', 3);

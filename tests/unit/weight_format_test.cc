@@ -2,8 +2,6 @@
 // skips the rest; every malformed header (length past the end or 2^60, offsets out of range or
 // overlapping, size not matching the shape, unknown dtype, not JSON) is a clear error naming the
 // file, never a crash; .npy headers; FP16/FP32 -> BF16 rounds to nearest even.
-#include "server/core/weight_repository_format.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +12,7 @@
 
 #include "common/bf16.h"
 #include "common/npy.h"
+#include "server/core/weight_repository_format.h"
 #include "tests/common/weight_files.h"
 
 namespace gemm::core {
@@ -45,12 +44,12 @@ class WeightFormatTest : public ::testing::Test {
 };
 
 TEST_F(WeightFormatTest, IndexesTwoDimensionalTensorsAndSkipsTheRest) {
-  auto index = Index("model.safetensors",
-                     SafetensorsFile({{"w.bf16", "BF16", {2, 3}, std::string(12, '\1')},
-                                      {"w.f16", "F16", {3, 2}, std::string(12, '\2')},
-                                      {"w.f32", "F32", {1, 4}, std::string(16, '\3')},
-                                      {"bias", "F32", {4}, std::string(16, '\4')},
-                                      {"ids", "I64", {2, 2}, std::string(32, '\5')}}));
+  auto index =
+      Index("model.safetensors", SafetensorsFile({{"w.bf16", "BF16", {2, 3}, std::string(12, '\1')},
+                                                  {"w.f16", "F16", {3, 2}, std::string(12, '\2')},
+                                                  {"w.f32", "F32", {1, 4}, std::string(16, '\3')},
+                                                  {"bias", "F32", {4}, std::string(16, '\4')},
+                                                  {"ids", "I64", {2, 2}, std::string(32, '\5')}}));
   ASSERT_TRUE(index.ok()) << index.status();
   ASSERT_EQ(index->tensors.size(), 3u);
   EXPECT_EQ(index->tensors[0].name, "model/w.bf16");
@@ -169,9 +168,14 @@ TEST_F(WeightFormatTest, IndexesNpyFiles) {
 }
 
 TEST(WeightConvertTest, RoundsToNearestEven) {
-  const std::vector<float> f32 = {1.0f, 1.00390625f, 1.01171875f, -2.5f, 1e-40f,
+  const std::vector<float> f32 = {1.0f,
+                                  1.00390625f,
+                                  1.01171875f,
+                                  -2.5f,
+                                  1e-40f,
                                   std::numeric_limits<float>::infinity(),
-                                  std::numeric_limits<float>::quiet_NaN(), 3.4e38f};
+                                  std::numeric_limits<float>::quiet_NaN(),
+                                  3.4e38f};
   std::string out(f32.size() * 2, '\0');
   ConvertToBf16(WeightDType::kF32, reinterpret_cast<const char*>(f32.data()), f32.size(),
                 out.data());

@@ -29,11 +29,12 @@ uint64_t HashOf(const std::string& bytes) {
 
 class WeightRepositoryTest : public ::testing::Test {
  protected:
-  WeightRepositoryTest() : backend_(*cpu::CreateCpuBackend({})), registry_(backend_.get(), 1 << 24) {}
+  WeightRepositoryTest()
+      : backend_(*cpu::CreateCpuBackend({})), registry_(backend_.get(), 1 << 24) {}
 
   std::unique_ptr<WeightRepository> Make(int64_t chunk_bytes = 4096) {
-    auto repo = WeightRepository::Create(
-        {.paths = {folder_}, .chunk_bytes = chunk_bytes}, &registry_, 4096);
+    auto repo = WeightRepository::Create({.paths = {folder_}, .chunk_bytes = chunk_bytes},
+                                         &registry_, 4096);
     EXPECT_TRUE(repo.ok()) << repo.status();
     return std::move(*repo);
   }
@@ -90,7 +91,7 @@ TEST_F(WeightRepositoryTest, RescanAddsReplacesAndRemoves) {
   auto repo = Make();
   ASSERT_EQ(repo->Scan().stats.added, 2);
   EXPECT_EQ(repo->Scan().stats.bytes_read, 0);  // nothing changed: nothing read
-  auto held = registry_.Lookup("w/x");  // a request in flight on the old copy
+  auto held = registry_.Lookup("w/x");          // a request in flight on the old copy
   ASSERT_TRUE(held.ok());
   // x changes, y stays the same, z is new; v.npy is new.
   std::filesystem::remove(folder_ + "/w.safetensors");
