@@ -154,7 +154,8 @@ absl::StatusOr<WeightRepository::Loaded> WeightRepository::LoadTensor(const Weig
   return before == nullptr ? Loaded::kAdded : Loaded::kReplaced;
 }
 
-void WeightRepository::LoadFile(const std::string& path, FileState& state, ScanReport& report) {
+void WeightRepository::LoadFile(const std::string& path, FileState& state, NameOwners& owners,
+                                ScanReport& report) {
   auto index = IndexWeightFile(path, options_.strict);
   if (!index.ok()) {
     report.errors.push_back(std::string(index.status().message()));
@@ -166,7 +167,11 @@ void WeightRepository::LoadFile(const std::string& path, FileState& state, ScanR
   std::vector<std::string> names;
   bool failed = false;
   for (const WeightTensor& t : index->tensors) {
-    absl::StatusOr<Loaded> loaded = LoadTensor(t);
+    auto [owner, fresh] = owners.try_emplace(t.name, path);
+    absl::StatusOr<Loaded> loaded =
+        fresh || owner->second == path
+            ? LoadTensor(t)
+            : absl::AlreadyExistsError(absl::StrCat("the name comes from ", owner->second, " too"));
     if (!loaded.ok()) {
       report.errors.push_back(
           absl::StrCat(path, ": tensor '", t.name, "': ", loaded.status().message()));
@@ -195,6 +200,12 @@ WeightRepository::ScanReport WeightRepository::Scan() {
   ScanReport report;
   const std::vector<std::string> paths = Discover(report);
   const bool complete = report.errors.empty();  // every --weights path was there
+  NameOwners owners;                            // the files still there keep their names
+  for (const std::string& path : paths) {
+    if (auto it = files_.find(path); it != files_.end()) {
+      for (const std::string& name : it->second.names) owners.try_emplace(name, path);
+    }
+  }
   absl::flat_hash_map<std::string, FileState> next;
   for (const std::string& path : paths) {
     FileState& state = next[path];
@@ -211,7 +222,7 @@ WeightRepository::ScanReport WeightRepository::Scan() {
     state.size = st.st_size;
     state.mtime_ns = mtime_ns;
     state.inode = st.st_ino;
-    LoadFile(path, state, report);
+    LoadFile(path, state, owners, report);
   }
   // A folder that vanished for a moment (an unmounted volume) removes nothing.
   absl::flat_hash_set<std::string> kept;

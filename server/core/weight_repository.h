@@ -78,8 +78,11 @@ class WeightRepository {
       : options_(std::move(options)), registry_(registry), max_dim_(max_dim) {}
   // The weight files under the paths, sorted; missing paths are errors in `report`.
   std::vector<std::string> Discover(ScanReport& report) const;
-  // Indexes and loads `path` (changed or new) into `state`; errors go to `report`.
-  void LoadFile(const std::string& path, FileState& state, ScanReport& report);
+  // Which file each tensor name comes from.
+  using NameOwners = absl::flat_hash_map<std::string, std::string>;
+  // Indexes and loads `path` (changed or new) into `state`; a tensor whose name another file in
+  // `owners` provides is an error. Errors go to `report`.
+  void LoadFile(const std::string& path, FileState& state, NameOwners& owners, ScanReport& report);
   // What loading a tensor did to the registry.
   enum class Loaded { kAdded, kReplaced, kUnchanged };
   // Reads, converts and uploads one tensor (its bytes: t.file_bytes()).

@@ -158,5 +158,21 @@ TEST_F(WeightRepositoryTest, MissingPathIsAnErrorThatRemovesNothing) {
   std::filesystem::rename(folder_ + ".away", folder_);
 }
 
+TEST_F(WeightRepositoryTest, SameNameFromTwoFilesIsAnError) {
+  std::filesystem::create_directories(folder_ + "/a");
+  std::filesystem::create_directories(folder_ + "/b");
+  ASSERT_TRUE(WriteNpy(folder_ + "/a/w.npy", {1, 2}, {1, 2}).ok());
+  ASSERT_TRUE(WriteNpy(folder_ + "/b/w.npy", {1, 2}, {3, 4}).ok());
+  auto repo = Make();
+  auto report = repo->Scan();
+  EXPECT_EQ(report.stats.added, 1);
+  ASSERT_EQ(report.errors.size(), 1u);
+  EXPECT_NE(report.errors[0].find("b/w.npy"), std::string::npos) << report.errors[0];
+  EXPECT_NE(report.errors[0].find("a/w.npy too"), std::string::npos) << report.errors[0];
+  EXPECT_EQ(HashHeld("w"), HashOf(Bf16Bytes({1, 2})));
+  EXPECT_EQ(repo->Scan().stats.added, 0);  // still refused, not swapped back and forth
+  EXPECT_EQ(HashHeld("w"), HashOf(Bf16Bytes({1, 2})));
+}
+
 }  // namespace
 }  // namespace gemm::core
