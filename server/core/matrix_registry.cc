@@ -110,6 +110,9 @@ absl::StatusOr<std::shared_ptr<const ResidentMatrix>> MatrixRegistration::Finish
   auto m = upload_->Finish();
   if (!m.ok()) return m.status();
   const std::shared_ptr<const ResidentMatrix> made = std::move(*m);
+  if (naming_.publish_when_ready) {
+    if (absl::Status s = made->WaitReady(); !s.ok()) return s;
+  }
   auto held = registry_->Publish(made, hash_.Digest(), naming_);
   if (!held.ok()) return held.status();            // the destructor gives the reservation back
   if (*held != made) registry_->Unreserve(total);  // the same content was there already

@@ -31,6 +31,9 @@ struct MatrixNaming {
   bool replace = false;
   // Loaded from the weight repository: pinned (see MatrixRegistry::Release).
   bool repository = false;
+  // Finish() waits for the backend's copy (ResidentMatrix::WaitReady) before publishing, so a
+  // replaced matrix serves until its successor is in place. Only for callers that may block.
+  bool publish_when_ready = false;
 };
 
 // A 64-bit hash of a byte stream fed in pieces of any size (the same bytes give the same hash

@@ -194,6 +194,19 @@ void WeightRepository::LoadFile(const std::string& path, FileState& state, NameO
   if (failed) state.mtime_ns = -1;  // retried by the next scan
 }
 
+void WeightRepository::WaitForCopies(const absl::flat_hash_map<std::string, FileState>& files,
+                                     ScanReport& report) const {
+  for (const auto& [path, state] : files) {
+    for (const std::string& name : state.names) {
+      auto m = registry_->Lookup(name);
+      if (!m.ok()) continue;
+      if (absl::Status s = (*m)->WaitReady(); !s.ok()) {
+        report.errors.push_back(absl::StrCat(path, ": tensor '", name, "': ", s.message()));
+      }
+    }
+  }
+}
+
 WeightRepository::ScanReport WeightRepository::Scan() {
   absl::MutexLock lock(&mu_);
   const absl::Time start = absl::Now();
@@ -224,6 +237,7 @@ WeightRepository::ScanReport WeightRepository::Scan() {
     state.inode = st.st_ino;
     LoadFile(path, state, owners, report);
   }
+  WaitForCopies(next, report);
   // A folder that vanished for a moment (an unmounted volume) removes nothing.
   absl::flat_hash_set<std::string> kept;
   for (const auto& [path, state] : next) kept.insert(state.names.begin(), state.names.end());

@@ -78,6 +78,10 @@ class WeightRepository {
       : options_(std::move(options)), registry_(registry), max_dim_(max_dim) {}
   // The weight files under the paths, sorted; missing paths are errors in `report`.
   std::vector<std::string> Discover(ScanReport& report) const;
+  // Waits until the backend's copy of every tensor of `files` is in place (so that a scan's end,
+  // and the server's start, mean loaded); copy errors go to `report`.
+  void WaitForCopies(const absl::flat_hash_map<std::string, FileState>& files,
+                     ScanReport& report) const;
   // Which file each tensor name comes from.
   using NameOwners = absl::flat_hash_map<std::string, std::string>;
   // Indexes and loads `path` (changed or new) into `state`; a tensor whose name another file in

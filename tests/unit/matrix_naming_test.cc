@@ -4,6 +4,9 @@
 // unprintable names are refused; ContentHash does not depend on how the bytes are split.
 #include <gtest/gtest.h>
 
+#include <thread>
+
+#include "absl/synchronization/notification.h"
 #include "server/core/matrix_registry.h"
 #include "server/cpu/cpu_backend.h"
 
@@ -78,6 +81,69 @@ TEST_F(MatrixNamingTest, RefusesReservedAndUnprintableNames) {
     EXPECT_NE(m.status().message().find("header.handle"), std::string::npos);
   }
   EXPECT_EQ(registry_.resident_bytes(), 0);
+}
+
+// A backend whose matrices are in place only once `ready` is notified (as the CUDA backend's,
+// copied to the GPU after the upload finished).
+class SlowCopyBackend : public Backend {
+ public:
+  class Matrix : public ResidentMatrix {
+   public:
+    Matrix(Desc d, absl::Notification* ready) : ResidentMatrix(std::move(d)), ready_(ready) {}
+    absl::Status WaitReady() const override {
+      ready_->WaitForNotification();
+      return absl::OkStatus();
+    }
+
+   private:
+    absl::Notification* ready_;
+  };
+  class Upload : public MatrixUpload {
+   public:
+    Upload(ResidentMatrix::Desc d, absl::Notification* ready)
+        : desc_(std::move(d)), ready_(ready) {}
+    absl::Status Append(absl::string_view) override { return absl::OkStatus(); }
+    absl::StatusOr<std::shared_ptr<ResidentMatrix>> Finish() override {
+      return std::make_shared<Matrix>(desc_, ready_);
+    }
+
+   private:
+    ResidentMatrix::Desc desc_;
+    absl::Notification* ready_;
+  };
+  std::string Name() const override { return "slow"; }
+  BackendDescription Describe() const override { return {}; }
+  std::vector<int> Devices() const override { return {-1}; }
+  absl::Status Start(WorkSource*) override { return absl::OkStatus(); }
+  void Stop() override {}
+  absl::StatusOr<std::unique_ptr<MatrixUpload>> BeginUpload(ResidentMatrix::Desc d) override {
+    return std::make_unique<Upload>(std::move(d), next_ready);
+  }
+  absl::Notification* next_ready = nullptr;
+};
+
+TEST(PublishWhenReadyTest, ReplacementServesOnlyOnceInPlace) {
+  SlowCopyBackend backend;
+  MatrixRegistry registry(&backend, 1 << 20);
+  auto put = [&registry](char fill) {
+    auto reg = registry.Begin({.rows = 1, .cols = 4}, 16,
+                              {.handle = "w", .replace = true, .publish_when_ready = true});
+    EXPECT_TRUE(reg.ok()) << reg.status();
+    EXPECT_TRUE((*reg)->Append(0, std::string(8, fill)).ok());
+    return (*reg)->Finish();
+  };
+  absl::Notification first_ready, second_ready;
+  first_ready.Notify();
+  backend.next_ready = &first_ready;
+  auto first = put('a');
+  ASSERT_TRUE(first.ok()) << first.status();
+  backend.next_ready = &second_ready;
+  std::thread replace([&] { EXPECT_TRUE(put('b').ok()); });
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(*registry.Lookup("w"), *first);  // the copy is not in place yet
+  second_ready.Notify();
+  replace.join();
+  EXPECT_NE(*registry.Lookup("w"), *first);
 }
 
 TEST(ContentHashTest, SplitDoesNotMatter) {
