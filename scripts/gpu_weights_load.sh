@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Weight repository load rate on a GPU machine, against the disk's sequential read rate measured
 # in the same run. Writes a repository of SIZE_GIB (default 8) GiB of BF16 safetensors files
-# (1 GiB each, four [8192, 16384] tensors) under WEIGHTS_DIR (default $OUT/weights), evicts them
+# (1 GiB each, four [8192, 16384] tensors) under WEIGHTS_DIR (default /tmp/gemm-weights-repository,
+# outside $OUT so the files never travel back with the results), evicts them
 # from the page cache (posix_fadvise DONTNEED; no root needed), reads them once with dd (the
 # disk's rate), evicts them again and starts gemm_server --weights on them; the server's log line
 # "weights: ... read X in Y s (Z GB/s)" gives the load rate. Then checks the placement: with
@@ -15,7 +16,7 @@ here=$(dirname "$0")
 # shellcheck source=lib/gpu_env.sh
 source "$here/lib/gpu_env.sh"
 SIZE_GIB=${SIZE_GIB:-8}
-WEIGHTS_DIR=${WEIGHTS_DIR:-$OUT/weights}
+WEIGHTS_DIR=${WEIGHTS_DIR:-/tmp/gemm-weights-repository}
 port=50270
 nvidia-smi --query-gpu=index,name,memory.total --format=csv | tee "$OUT/gpu.txt"
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
@@ -56,6 +57,16 @@ for name in sorted(os.listdir(sys.argv[1])):
 PY
 }
 
+# A = ones [16, 16384] as a float32 .npy (written without numpy).
+python3 - "$OUT/ones.npy" <<'PY'
+import struct, sys
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (16, 16384), }"
+header += " " * (-(10 + len(header) + 1) % 64) + "\n"
+with open(sys.argv[1], "wb") as out:
+    out.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    out.write(struct.pack("<f", 1.0) * (16 * 16384))
+PY
+
 bytes=$(du -cb "$WEIGHTS_DIR"/*.safetensors | tail -1 | cut -f1)
 evict
 start=$(date +%s.%N)
@@ -79,6 +90,19 @@ run_server() {  # run_server NAME FLAGS...: loads the repository, lists it, stop
     return 1
   fi
   gemm_client --target=127.0.0.1:$port list >"$OUT/list-$name.jsonl"
+  # A Gemm by name: ones [16, 16384] times shard000/t0 (all 1.0, [N,K]) is 16384 everywhere.
+  gemm_client --target=127.0.0.1:$port gemm --a_npy="$OUT/ones.npy" --b_handle=shard000/t0 \
+    --b_layout=nk --n=8192 --out_npy="$OUT/d-$name.npy" >"$OUT/gemm-$name.txt" 2>&1
+  python3 - "$OUT/d-$name.npy" "$name" <<'PY' | tee -a "$OUT/summary.txt"
+import struct, sys
+try:
+    raw = open(sys.argv[1], "rb").read()
+except OSError:
+    raw = b"\0" * 10
+start = 10 + struct.unpack("<H", raw[8:10])[0]
+values = struct.unpack(f"<{(len(raw) - start) // 4}f", raw[start:])
+print(f"{sys.argv[2]}: gemm by name: {len(values)} values, {'all 16384 (right)' if values and all(v == 16384 for v in values) else 'WRONG'}")
+PY
   kill -TERM $pid
   wait $pid
   grep 'weights: [0-9]* tensors' "$OUT/server-$name.log" | tail -1 | sed "s/^/$name: /" |
@@ -108,7 +132,9 @@ for name in ("spread", "replicated"):
         run["placement_ok"] = all(len(ds) == gpus for ds in devices)
     else:
         run["placement_ok"] = len(used) == min(gpus, len(devices))
-    ok = ok and run["placement_ok"] and len(devices) == int(tensors)
+    run["gemm_by_name_ok"] = f"{name}: gemm by name: " in open(f"{out}/summary.txt").read() and \
+        "right" in [l for l in open(f"{out}/summary.txt") if l.startswith(f"{name}: gemm")][0]
+    ok = ok and run["placement_ok"] and run["gemm_by_name_ok"] and len(devices) == int(tensors)
     result["runs"][name] = run
 result["placement_ok"] = ok
 json.dump(result, open(dest, "w"), indent=2)
