@@ -3,9 +3,9 @@
 //   gemm_client --a_npy=a.npy --b_npy=b.npy --out_npy=d.npy  shapes from the files
 //   gemm_client gemm --batch=8 ...                          same-shape batch
 //   gemm_client gemm --group=64x128x256,7x9x11 ...          heterogeneous group
-//   gemm_client register --rows=K --cols=N | --b_npy=w.npy  resident matrix -> handle
-//   gemm_client gemm --b_handle=mat-... --m=16              use a resident B
-//   gemm_client list | release --handle=... | info
+//   gemm_client register --rows=K --cols=N | --b_npy=w.npy [--handle=name]  resident matrix ->
+//   handle gemm_client gemm --b_handle=mat-... --m=16              use a resident B gemm_client
+//   list | release --handle=... | info
 // Exit codes: 0 ok, 1 RPC or I/O error, 2 usage error, 3 --verify mismatch.
 #include <google/protobuf/util/json_util.h>
 
@@ -64,7 +64,13 @@ ABSL_FLAG(std::optional<int64_t>, rows, std::nullopt,
 ABSL_FLAG(std::optional<int64_t>, cols, std::nullopt,
           "register: columns of the matrix; default: from --b_npy.");
 ABSL_FLAG(std::string, name, "", "register: name of the matrix.");
-ABSL_FLAG(std::string, handle, "", "release: handle to release.");
+ABSL_FLAG(std::string, handle, "",
+          "release: handle to release. register: a stable name to register the matrix under "
+          "(the same content again is a no-op; other content is ALREADY_EXISTS without "
+          "--replace). Default: none (the server generates a handle).");
+ABSL_FLAG(bool, replace, false,
+          "register with --handle: swap the new content in when the name holds other content. "
+          "Default false.");
 
 namespace {
 
@@ -199,6 +205,8 @@ int RunRegister(GemmClient& client) {
                                        .b_npy = absl::GetFlag(FLAGS_b_npy)},
                                       gen);
   if (!registration.ok()) return FailBuilding(registration.status());
+  registration->first.set_handle(absl::GetFlag(FLAGS_handle));
+  registration->first.set_replace(absl::GetFlag(FLAGS_replace));
   auto info = client.RegisterMatrix(registration->first, registration->second);
   if (!info.ok()) return Fail(info.status());
   std::cout << (absl::GetFlag(FLAGS_json) ? PrintJson(*info) : info->handle()) << "\n";

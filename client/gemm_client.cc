@@ -28,6 +28,11 @@ absl::StatusOr<std::unique_ptr<GemmClient>> GemmClient::Create(const Options& op
     args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
     args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
     args.SetLoadBalancingPolicyName(options.lb_policy);
+    if (options.retry_unavailable) {
+      args.SetServiceConfigJSON(kRetryServiceConfig);
+      args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
+      args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, static_cast<int>(options.max_message_bytes));
+    }
     for (const ChannelArg& a : options.channel_args) {
       if (const int* v = std::get_if<int>(&a.value)) {
         args.SetInt(a.name, *v);

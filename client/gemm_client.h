@@ -33,9 +33,32 @@ class GemmClient {
     int channels = 1;
     // Extra gRPC channel arguments (transport tuning), applied to every channel.
     std::vector<ChannelArg> channel_args;
+    // Retry calls answered UNAVAILABLE (a replica draining, starting or gone) with gRPC's retry
+    // policy (kRetryServiceConfig), so that a rolling restart of the servers behind the target
+    // costs no failed call. Requests up to max_message_bytes are kept for a retry. Default true.
+    bool retry_unavailable = true;
     // TLS, client certificate and bearer token; plaintext by default.
     ChannelSecurity security;
   };
+
+  // The service config the channels get with retry_unavailable: every GemmService method is
+  // retried on UNAVAILABLE, up to 5 attempts, with exponential backoff from 50 ms to 1 s
+  // (jittered). A retry goes through load balancing again, so round_robin sends it to another
+  // server. With round_robin, servers whose health check says NOT_SERVING (draining) get no new
+  // calls.
+  static constexpr char kRetryServiceConfig[] = R"({
+    "healthCheckConfig": {"serviceName": "gemm.v1.GemmService"},
+    "methodConfig": [{
+      "name": [{"service": "gemm.v1.GemmService"}],
+      "retryPolicy": {
+        "maxAttempts": 5,
+        "initialBackoff": "0.05s",
+        "maxBackoff": "1s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"]
+      }
+    }]
+  })";
 
   // Creates the channel(s); does not connect until the first call. INVALID_ARGUMENT for a
   // security file that cannot be read.

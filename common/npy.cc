@@ -36,13 +36,10 @@ absl::StatusOr<std::string> HeaderValue(const std::string& header, const std::st
 
 }  // namespace
 
-absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+absl::StatusOr<NpyHeader> ReadNpyHeader(std::istream& in, int64_t file_bytes,
+                                        const std::string& path) {
   // NOTE: every length the file declares is checked against its real size before anything is
   // allocated, so a short file cannot ask for gigabytes.
-  const int64_t file_bytes = static_cast<int64_t>(in.tellg());
-  in.seekg(0);
   char magic[8];
   in.read(magic, 8);
   if (!in || std::memcmp(magic, "\x93NUMPY", 6) != 0) {
@@ -57,8 +54,9 @@ absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
   unsigned char b[4] = {0, 0, 0, 0};
   in.read(reinterpret_cast<char*>(b), length_bytes);
   const int64_t header_len = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<int64_t>(b[3]) << 24);
-  const int64_t data_offset = 8 + length_bytes + header_len;
-  if (!in || data_offset > file_bytes) {
+  NpyHeader out;
+  out.data_offset = 8 + length_bytes + header_len;
+  if (!in || out.data_offset > file_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": truncated header"));
   }
   std::string header(header_len, '\0');
@@ -70,25 +68,40 @@ absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
   if (!descr.ok()) return descr.status();
   if (!fortran.ok()) return fortran.status();
   if (!shape_text.ok()) return shape_text.status();
-  if (*fortran != "False")
-    return absl::InvalidArgumentError(absl::StrCat(path, ": Fortran order not supported"));
-  int elem = 0;
-  if (*descr == "'<f4'")
-    elem = 4;
-  else if (*descr == "'<f8'")
-    elem = 8;
-  else
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": dtype ", *descr, " not supported (float32/float64 only)"));
-  NpyArray arr;
+  out.descr = std::string(absl::StripSuffix(absl::StripPrefix(*descr, "'"), "'"));
+  out.fortran_order = *fortran != "False";
   std::string dims(absl::StripSuffix(absl::StripPrefix(*shape_text, "("), ")"));
   for (absl::string_view part : absl::StrSplit(dims, ',', absl::SkipWhitespace())) {
     int64_t d;
     if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &d) || d < 0) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": bad shape ", *shape_text));
     }
-    arr.shape.push_back(d);
+    out.shape.push_back(d);
   }
+  return out;
+}
+
+absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  const int64_t file_bytes = static_cast<int64_t>(in.tellg());
+  in.seekg(0);
+  absl::StatusOr<NpyHeader> header = ReadNpyHeader(in, file_bytes, path);
+  if (!header.ok()) return header.status();
+  if (header->fortran_order)
+    return absl::InvalidArgumentError(absl::StrCat(path, ": Fortran order not supported"));
+  int elem = 0;
+  if (header->descr == "<f4")
+    elem = 4;
+  else if (header->descr == "<f8")
+    elem = 8;
+  else
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": dtype '", header->descr, "' not supported (float32/float64 only)"));
+  NpyArray arr;
+  arr.shape = header->shape;
+  const std::string shape_text = absl::StrCat("(", absl::StrJoin(arr.shape, ", "), ")");
+  const int64_t data_offset = header->data_offset;
   // The data bytes the file holds bound the element count, so the product cannot overflow.
   const int64_t data_bytes = file_bytes - data_offset;
   const bool empty = std::find(arr.shape.begin(), arr.shape.end(), 0) != arr.shape.end();
@@ -96,7 +109,7 @@ absl::StatusOr<NpyArray> ReadNpy(const std::string& path) {
   for (int64_t d : arr.shape) {
     if (empty) break;
     if (count > data_bytes / elem / d) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": shape ", *shape_text,
+      return absl::InvalidArgumentError(absl::StrCat(path, ": shape ", shape_text,
                                                      " needs more than the ", data_bytes,
                                                      " data bytes the file has"));
     }

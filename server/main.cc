@@ -1,6 +1,7 @@
 // gemm_server: flags -> ServerOptions, backend selection, engine + gRPC service wiring, TLS and
-// caller authentication, health and reflection, Prometheus metrics, the listener's guards (taken
-// port, open-file limit, connection cap), graceful drain on SIGTERM/SIGINT.
+// caller authentication, the weight repository (loaded before the server listens, rescanned on
+// SIGHUP), health and reflection, Prometheus metrics, the listener's guards (taken port,
+// open-file limit, connection cap), graceful drain on SIGTERM/SIGINT.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server.h>
@@ -28,6 +29,8 @@
 #include "common/thread_name.h"
 #include "server/core/engine.h"
 #include "server/core/metrics.h"
+#include "server/core/weight_repository.h"
+#include "server/core/weight_repository_reloader.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/grpc/authorizer.h"
 #include "server/grpc/gemm_service.h"
@@ -168,6 +171,31 @@ std::optional<EngineAndMetrics> BuildEngine(const ServerOptions& o) {
   }
   LogLimits(**engine);
   return EngineAndMetrics{.metrics = std::move(*metrics), .engine = std::move(*engine)};
+}
+
+// Loads the weight repository of `o` (none without --weights) into the engine's registry before
+// the server listens, so that it reports SERVING with every weight in place. Null when there is
+// none; sets `failed` (logged) when a path, file or tensor could not be loaded.
+std::unique_ptr<gemm::core::WeightRepository> LoadWeights(const ServerOptions& o,
+                                                          const EngineAndMetrics& core,
+                                                          bool* failed) {
+  *failed = false;
+  if (o.weights.paths.empty()) return nullptr;
+  gemm::core::WeightRepository::Options options = o.weights;
+  options.metrics = core.metrics.get();
+  auto repository = gemm::core::WeightRepository::Create(
+      std::move(options), &core.engine->registry(), core.engine->limits().max_dim);
+  if (!repository.ok()) {
+    GEMM_LOG(ERROR) << repository.status();
+    *failed = true;
+    return nullptr;
+  }
+  if (!(*repository)->ScanAndLog()) {
+    GEMM_LOG(ERROR) << "weights: the repository did not load (see above; --weights_strict makes "
+                       "skipped tensors errors too)";
+    *failed = true;
+  }
+  return std::move(*repository);
 }
 
 // Creates the gRPC service over `engine`, reporting every RPC to `metrics`, and logs its stream
@@ -344,18 +372,45 @@ class GaugeThread {
   std::thread thread_;  // last: starts once stop_ is set up
 };
 
-// Waits for SIGTERM or SIGINT, then drains: new requests, also on streams already open, are
+// The longest the drain waits for clients to stop sending before the listener closes.
+constexpr absl::Duration kDrainNotice = absl::Seconds(2);
+
+// Waits (up to `notice`) until no request has been refused for 100 ms: clients that check health
+// (the client libraries' service config) stop sending within a round trip of NOT_SERVING, and
+// those that do not are answered UNAVAILABLE, which they retry elsewhere.
+// NOTE: gRPC cancels a call that arrives after Server::Shutdown began and before the client
+// saw the GOAWAY (the client gets CANCELLED, which it must not retry), so the drain closes the
+// listener only once calls stopped coming.
+void AwaitClientsLeaving(const gemm::service::GemmServiceImpl& service, absl::Duration notice) {
+  const absl::Time end = absl::Now() + notice;
+  int64_t refused = service.RefusedWhileDraining();
+  absl::Time quiet_since = absl::Now();
+  while (absl::Now() < end && absl::Now() - quiet_since < absl::Milliseconds(100)) {
+    absl::SleepFor(absl::Milliseconds(10));
+    const int64_t now = service.RefusedWhileDraining();
+    if (now != refused) {
+      refused = now;
+      quiet_since = absl::Now();
+    }
+  }
+}
+
+// Waits for SIGTERM or SIGINT, stops the weight repository's rescans (`reloader`, when there is
+// one), then drains: new requests, also on streams already open, are
 // refused from here on; the ones accepted before are answered. Shutdown waits (up to the drain
 // timeout) for every call, and a stream call ends only after each request it handed to the
 // engine is answered, so the engine keeps running until Shutdown returns.
 void WaitAndDrain(gemm::server::TerminationSignals& signals, absl::Duration drain_timeout,
                   gemm::service::GemmServiceImpl& service, grpc::Server& server,
-                  grpc::Server* health_server, gemm::core::GemmEngine& engine,
-                  GaugeThread& gauges) {
+                  grpc::Server* health_server, gemm::core::GemmEngine& engine, GaugeThread& gauges,
+                  gemm::core::WeightRepositoryReloader* reloader) {
   const int sig = signals.AwaitFirst();
+  signals.OnHangup(nullptr);
+  if (reloader != nullptr) reloader->Stop();
   GEMM_LOG(INFO) << "signal " << sig << ": draining (up to " << drain_timeout << ")";
   service.StartDrain();
   SetServing(server, health_server, false);
+  AwaitClientsLeaving(service, std::min(drain_timeout, kDrainNotice));
   server.Shutdown(std::chrono::system_clock::now() + absl::ToChronoSeconds(drain_timeout));
   if (health_server != nullptr) health_server->Shutdown();
   engine.Shutdown();
@@ -380,6 +435,9 @@ int Run(const ServerOptions& o) {
   }
   std::optional<EngineAndMetrics> core = BuildEngine(o);
   if (!core.has_value()) return 1;
+  bool weights_failed = false;
+  std::unique_ptr<gemm::core::WeightRepository> weights = LoadWeights(o, *core, &weights_failed);
+  if (weights_failed) return 1;
   std::unique_ptr<gemm::service::GemmServiceImpl> service =
       BuildService(o, core->engine.get(), core->metrics.get());
   if (service == nullptr) return 1;
@@ -400,8 +458,13 @@ int Run(const ServerOptions& o) {
                  << "; allocator " << AllocatorName();
   std::fflush(stdout);
   GaugeThread gauges(core->metrics.get(), core->engine.get());
+  std::optional<gemm::core::WeightRepositoryReloader> reloader;
+  if (weights != nullptr) {
+    reloader.emplace(weights.get());
+    signals.OnHangup([&reloader] { reloader->Trigger(); });
+  }
   WaitAndDrain(signals, o.process.drain_timeout, *service, *server, health_server.get(),
-               *core->engine, gauges);
+               *core->engine, gauges, reloader ? &*reloader : nullptr);
   return 0;
 }
 

@@ -43,8 +43,8 @@ GemmEngine::GemmEngine(const Options& options, std::vector<std::string> limit_no
       clock_(options.clock ? options.clock : RealClock::Get()),
       backend_(std::move(backend)),
       batcher_(std::move(batcher)),
-      registry_(
-          std::make_unique<MatrixRegistry>(backend_.get(), options.limits.max_resident_bytes)),
+      registry_(std::make_unique<MatrixRegistry>(backend_.get(), options.limits.max_resident_bytes,
+                                                 options.release_repository_weights)),
       shared_memory_(std::make_unique<SharedMemoryRegistry>(
           backend_.get(), options.limits.max_shared_memory_bytes,
           options.limits.shared_memory_key_prefix, options.limits.max_shared_memory_regions)),

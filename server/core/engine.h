@@ -34,6 +34,8 @@ class GemmEngine {
     Clock* clock = nullptr;  // nullptr: RealClock
     // The memory the limits are derived from; nullopt (default): DetectUsableMemory().
     std::optional<UsableMemory> usable_memory;
+    // Clients may release and replace the weight repository's matrices. Default false.
+    bool release_repository_weights = false;
   };
 
   // Takes ownership of `backend`, resolves the limits (INVALID_ARGUMENT naming the flag of one

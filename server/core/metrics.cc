@@ -140,6 +140,37 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                     .Help("Bytes of registered client shared-memory regions.")
                     .Register(r)
                     .Add({});
+  BuildWeightsMetrics(r);
+}
+
+void Metrics::BuildWeightsMetrics(prometheus::Registry& r) {
+  auto gauge = [&r](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+  };
+  weights_seconds_ = gauge("gemm_weights_load_seconds",
+                           "Seconds the last weight repository scan spent reading and uploading.");
+  weights_bytes_ = gauge("gemm_weights_load_bytes", "File bytes the last repository scan read.");
+  weights_rate_ = gauge("gemm_weights_load_bytes_per_second",
+                        "Bytes per second of the last repository scan that read anything.");
+  weights_tensors_ = gauge("gemm_weights_tensors", "Tensors loaded from the weight repository.");
+  weights_changes_ = &prometheus::BuildCounter()
+                          .Name("gemm_weights_changes_total")
+                          .Help("Repository tensors added, replaced, removed, skipped or failed.")
+                          .Register(r);
+}
+
+void Metrics::RecordWeightsScan(const WeightsScanStats& s) {
+  weights_seconds_->Set(s.seconds);
+  weights_bytes_->Set(static_cast<double>(s.bytes_read));
+  if (s.bytes_read > 0 && s.seconds > 0) weights_rate_->Set(s.bytes_read / s.seconds);
+  weights_tensors_->Set(static_cast<double>(s.tensors));
+  for (auto [change, n] : {std::pair{"added", s.added},
+                           {"replaced", s.replaced},
+                           {"removed", s.removed},
+                           {"skipped", s.skipped},
+                           {"failed", s.failed}}) {
+    weights_changes_->Add({{"change", change}}).Increment(static_cast<double>(n));
+  }
 }
 
 Metrics::~Metrics() = default;

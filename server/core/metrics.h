@@ -58,10 +58,26 @@ class MetricsHttpServer;
 //   gemm_shared_memory_regions                   gauge, registered client shared-memory regions
 //   gemm_shared_memory_bytes                     gauge, bytes of those regions
 //   gemm_kernel_info{device,kernel}              gauge = 1 for the kernel serving each device
+//   gemm_weights_load_seconds                    gauge, how long the last weight repository
+//                                                scan took to read and upload what changed
+//   gemm_weights_load_bytes                      gauge, file bytes that scan read
+//   gemm_weights_load_bytes_per_second           gauge, those bytes over those seconds
+//   gemm_weights_tensors                         gauge, tensors loaded from the repository
+//   gemm_weights_changes_total{change}           counter, repository tensors by what a scan did
+//                                                (added, replaced, removed, skipped, failed)
 //   gemm_connections_shed_total{reason}          counter, client connections closed as soon as
 //                                                accepted (reason: max_connections,
 //                                                out_of_descriptors)
 // The `device` label is the CUDA ordinal, or "cpu" for -1.
+
+// What one scan of the weight repository did.
+struct WeightsScanStats {
+  int64_t added = 0, replaced = 0, removed = 0, skipped = 0, failed = 0;
+  int64_t tensors = 0;     // loaded from the repository after the scan
+  int64_t bytes_read = 0;  // file bytes read
+  double seconds = 0;      // spent reading and uploading
+};
+
 class Metrics {
  public:
   // Creates the metrics. `port` > 0 also starts an HTTP server on `host`:`port` ("" or
@@ -117,6 +133,9 @@ class Metrics {
   // or "out_of_descriptors". Call from one thread.
   void SetConnectionsShed(absl::string_view reason, int64_t total);
 
+  // Publishes what a weight repository scan did (the gemm_weights_* series).
+  void RecordWeightsScan(const WeightsScanStats& stats);
+
   // The registry, e.g. to add component-specific metrics. Outlives nothing: valid while this
   // Metrics lives.
   prometheus::Registry& registry() { return *registry_; }
@@ -141,6 +160,8 @@ class Metrics {
   };
 
   Metrics();
+  // Creates the gemm_weights_* series.
+  void BuildWeightsMetrics(prometheus::Registry& r);
   DeviceHistograms& HistogramsFor(int device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::shared_ptr<prometheus::Registry> registry_;
@@ -169,6 +190,11 @@ class Metrics {
   prometheus::Gauge* resident_bytes_;
   prometheus::Gauge* shm_count_;
   prometheus::Gauge* shm_bytes_;
+  prometheus::Gauge* weights_seconds_;
+  prometheus::Gauge* weights_bytes_;
+  prometheus::Gauge* weights_rate_;
+  prometheus::Gauge* weights_tensors_;
+  prometheus::Family<prometheus::Counter>* weights_changes_;
 
   // Caches so the hot path does a hash lookup under one short lock rather than the families'
   // label-set hashing.

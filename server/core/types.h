@@ -58,6 +58,9 @@ class ResidentMatrix {
   int64_t bytes() const { return desc_.rows * desc_.cols * 2; }
   int64_t k() const { return desc_.layout == BLayout::kKN ? desc_.rows : desc_.cols; }
   int64_t n() const { return desc_.layout == BLayout::kKN ? desc_.cols : desc_.rows; }
+  // Blocks until the backend's copy of the bytes is in place (a backend may copy them to its
+  // devices after MatrixUpload::Finish); the copy's error if it failed. Default: OK at once.
+  virtual absl::Status WaitReady() const { return absl::OkStatus(); }
 
  protected:
   explicit ResidentMatrix(Desc desc) : desc_(std::move(desc)) {}

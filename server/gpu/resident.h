@@ -61,7 +61,7 @@ class CudaResidentMatrix final : public core::ResidentMatrix {
 
   // Blocks until the upload has finished on every replica; returns its status. Executors call it
   // before their first use (their own threads, never a gRPC thread).
-  absl::Status WaitReady() const;
+  absl::Status WaitReady() const override;
   // Non-blocking: whether the upload finished (successfully or not).
   bool ready() const;
 

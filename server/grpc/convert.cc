@@ -267,7 +267,12 @@ absl::StatusOr<core::ResidentMatrix::Desc> FromProto(const v1::MatrixHeader& hea
   return d;
 }
 
-void ToProto(const core::ResidentMatrix& matrix, int64_t in_flight, v1::MatrixInfo* proto) {
+core::MatrixNaming NamingFromProto(const v1::MatrixHeader& header) {
+  return {.handle = header.handle(), .replace = header.replace()};
+}
+
+void ToProto(const core::MatrixRegistry::Entry& entry, v1::MatrixInfo* proto) {
+  const core::ResidentMatrix& matrix = *entry.matrix;
   const auto& d = matrix.desc();
   proto->set_handle(d.handle);
   proto->set_name(d.name);
@@ -277,7 +282,9 @@ void ToProto(const core::ResidentMatrix& matrix, int64_t in_flight, v1::MatrixIn
   proto->set_layout(LayoutToProto(d.layout));
   proto->set_bytes(matrix.bytes());
   for (int dev : d.devices) proto->add_devices(dev);
-  proto->set_in_flight(in_flight);
+  proto->set_in_flight(entry.in_flight);
+  proto->set_content_hash(entry.content_hash);
+  proto->set_repository(entry.repository);
 }
 
 void ToProto(const core::SharedMemoryRegion& region, int64_t in_flight,

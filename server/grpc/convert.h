@@ -30,8 +30,11 @@ void ToProto(core::GemmResult&& result, v1::GemmResponse* proto);
 // Matrix header -> domain description (INVALID_ARGUMENT for bad enum values).
 absl::StatusOr<core::ResidentMatrix::Desc> FromProto(const v1::MatrixHeader& header);
 
-// Resident matrix -> MatrixInfo.
-void ToProto(const core::ResidentMatrix& matrix, int64_t in_flight, v1::MatrixInfo* proto);
+// The stable name and replace choice of a RegisterMatrix header.
+core::MatrixNaming NamingFromProto(const v1::MatrixHeader& header);
+
+// Resident matrix (a registry entry) -> MatrixInfo.
+void ToProto(const core::MatrixRegistry::Entry& entry, v1::MatrixInfo* proto);
 
 // Shared-memory region -> SharedMemoryInfo.
 void ToProto(const core::SharedMemoryRegion& region, int64_t in_flight,

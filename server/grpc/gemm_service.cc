@@ -135,9 +135,7 @@ grpc::ServerUnaryReactor* GemmServiceImpl::ListMatrices(grpc::CallbackServerCont
       "ListMatrices", context, request, response,
       [this](const core::Caller& caller, const v1::ListMatricesRequest& /*in*/,
              v1::ListMatricesResponse* out) {
-        for (const auto& e : engine().registry().List(caller)) {
-          ToProto(*e.matrix, e.in_flight, out->add_matrices());
-        }
+        for (const auto& e : engine().registry().List(caller)) ToProto(e, out->add_matrices());
         return absl::OkStatus();
       });
 }

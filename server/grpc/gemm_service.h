@@ -42,6 +42,8 @@ class GemmServiceImpl final : public RawGemmService {
   // (each answered on its stream, which stays open); requests accepted before are answered.
   // Call before grpc::Server::Shutdown on SIGTERM. Thread-safe.
   void StartDrain() { state_.StartDrain(); }
+  // Requests refused since the drain started (clients still sending here).
+  int64_t RefusedWhileDraining() const { return state_.refused(); }
 
   // The options in force (the answer caps resolved).
   const Options& options() const { return state_.options(); }

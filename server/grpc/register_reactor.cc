@@ -88,7 +88,9 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       auto desc = FromProto(chunk_.header());
       if (!desc.ok()) return desc.status();
       core::GemmEngine& engine = state_->engine();
-      auto reg = engine.registry().Begin(std::move(*desc), engine.limits().max_dim, grant_.caller);
+      named_ = !chunk_.header().handle().empty();
+      auto reg = engine.registry().Begin(std::move(*desc), engine.limits().max_dim,
+                                         NamingFromProto(chunk_.header()), grant_.caller);
       if (!reg.ok()) return reg.status();
       registration_ = std::move(*reg);
     } else if (chunk_.has_header()) {
@@ -107,16 +109,18 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
     }
     auto m = registration_->Finish();
     if (!m.ok()) return FailLocked(m.status());
-    registration_.reset();
     v1::MatrixInfo info;
-    ToProto(**m, 0, &info);
+    ToProto({.matrix = *m, .content_hash = registration_->content_hash()}, &info);
+    registration_.reset();
+    // NOTE: a generated handle that never reaches the client is released again; a chosen name
+    // stays (the client can register it again, idempotently, and others may rely on it).
     absl::StatusOr<grpc::ByteBuffer> bytes = SerializeMessage(info);
     if (!bytes.ok()) {
-      (void)state_->engine().registry().Release((*m)->desc().handle, grant_.caller);
+      if (!named_) (void)state_->engine().registry().Release((*m)->desc().handle, grant_.caller);
       return FailLocked(bytes.status());
     }
     *response_ = std::move(*bytes);
-    published_ = (*m)->desc().handle;
+    if (!named_) published_ = (*m)->desc().handle;
     state_->Observe(kMethod, absl::StatusCode::kOk, nullptr);
     return grpc::Status::OK;
   }
@@ -177,7 +181,8 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   const CallGrant grant_;
   std::atomic<int> refs_{1};  // OnDone's, plus one per armed alarm
   std::atomic<bool> cancelled_{false};
-  std::string published_;  // the handle published (read at OnDone, after the last reaction)
+  std::string published_;  // a generated handle published (read at OnDone, after the last reaction)
+  bool named_ = false;     // the client chose the handle
   absl::Mutex mu_;
   grpc::ByteBuffer chunk_bytes_ ABSL_GUARDED_BY(mu_);  // the read in flight
   v1::RegisterMatrixChunk chunk_ ABSL_GUARDED_BY(mu_);

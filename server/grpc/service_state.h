@@ -81,8 +81,11 @@ class ServiceState {
   // OK while the server takes new requests; UNAVAILABLE once it drains.
   absl::Status Admit() const {
     if (!draining_.load()) return absl::OkStatus();
+    refused_.fetch_add(1, std::memory_order_relaxed);
     return absl::UnavailableError("the server is shutting down; send the request to another one");
   }
+  // Requests refused because the server drains, so far.
+  int64_t refused() const { return refused_.load(); }
 
  private:
   core::GemmEngine* const engine_;
@@ -90,6 +93,7 @@ class ServiceState {
   AnswerBudget answers_;
   core::CallerCalls calls_;
   std::atomic<bool> draining_{false};
+  mutable std::atomic<int64_t> refused_{0};
 };
 
 // The call's deadline (InfiniteFuture when it has none).

@@ -15,6 +15,8 @@ void ApplyBatchingFlags(ServerOptions& options);
 void ApplySecurityFlags(ServerOptions& options);
 // Transport and allocator tuning (tuning_flags.cc).
 void ApplyTuningFlags(ServerOptions& options);
+// The weight repository (weights_flags.cc).
+void ApplyWeightsFlags(ServerOptions& options);
 #ifdef GEMM_HAVE_CUDA_BACKEND
 // CUDA backend tuning (cuda_flags.cc; defined in every build, read only in a CUDA build).
 void ApplyCudaFlags(ServerOptions& options);

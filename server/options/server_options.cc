@@ -17,6 +17,7 @@ ServerOptions ServerOptionsFromFlags() {
   ApplyBatchingFlags(options);
   ApplySecurityFlags(options);
   ApplyTuningFlags(options);
+  ApplyWeightsFlags(options);
 #ifdef GEMM_HAVE_CUDA_BACKEND
   ApplyCudaFlags(options);
 #endif
@@ -25,7 +26,8 @@ ServerOptions ServerOptionsFromFlags() {
 
 bool IsUserFlagFile(absl::string_view path) {
   return path == "server/options/serving_flags.cc" || path == "server/options/limits_flags.cc" ||
-         path == "server/options/batching_flags.cc" || path == "server/options/security_flags.cc";
+         path == "server/options/batching_flags.cc" || path == "server/options/security_flags.cc" ||
+         path == "server/options/weights_flags.cc";
 }
 
 }  // namespace gemm::server

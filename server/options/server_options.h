@@ -9,6 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "server/core/engine.h"
+#include "server/core/weight_repository.h"
 #include "server/cpu/cpu_backend.h"
 #include "server/grpc/authorizer.h"
 #include "server/grpc/server_credentials.h"
@@ -60,6 +61,8 @@ struct ServerOptions {
   service::ServiceOptions service;
   // Who may call what (the service's authorizer is built from these files).
   service::AuthOptions auth;
+  // The weight repository loaded at start-up (no paths: none).
+  core::WeightRepository::Options weights;
   cpu::CpuBackendOptions cpu;
 #ifdef GEMM_HAVE_CUDA_BACKEND
   gpu::CudaBackendOptions cuda;

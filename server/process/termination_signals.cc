@@ -20,6 +20,7 @@ sigset_t Termination() {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   return signals;
 }
 
@@ -56,6 +57,11 @@ int TerminationSignals::AwaitFirst() {
   return first_;
 }
 
+void TerminationSignals::OnHangup(std::function<void()> handler) {
+  absl::MutexLock lock(&mu_);
+  on_hangup_ = std::move(handler);
+}
+
 void TerminationSignals::Watch() {
   SetCurrentThreadName("gemm-signals");
   const sigset_t signals = Termination();
@@ -64,6 +70,14 @@ void TerminationSignals::Watch() {
     absl::MutexLock lock(&mu_);
     if (stop_) return;
     if (sig <= 0) continue;  // timed out or interrupted
+    if (sig == SIGHUP) {
+      if (on_hangup_) {
+        on_hangup_();
+      } else {
+        GEMM_LOG(INFO) << "SIGHUP: nothing to do (no weight repository, --weights)";
+      }
+      continue;
+    }
     if (first_ == 0) {
       first_ = sig;
       continue;

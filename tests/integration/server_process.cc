@@ -34,9 +34,9 @@ int ServerProcess::FreePort() {
 
 absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     std::vector<std::string> flags, absl::Duration ready_timeout, std::string binary,
-    int max_open_files, client::GemmClient::Options client_options) {
+    int max_open_files, client::GemmClient::Options client_options, int port) {
   if (binary.empty()) binary = GEMM_SERVER_PATH;
-  const int port = FreePort();
+  if (port == 0) port = FreePort();
   std::vector<std::string> args = {binary, absl::StrCat("--port=", port), "--host=127.0.0.1",
                                    "--metrics_port=0"};
   args.insert(args.end(), flags.begin(), flags.end());

@@ -16,14 +16,14 @@ namespace gemm::testing {
 
 class ServerProcess {
  public:
-  // Starts `binary` (default: the path compiled in as GEMM_SERVER_PATH) with --port=<free>,
-  // --host=127.0.0.1, --metrics_port=0 and `flags`; waits up to `ready_timeout` for GetServerInfo.
-  // `max_open_files` > 0 sets the child's RLIMIT_NOFILE (soft and hard) before it starts.
-  // client() connects with `client_options` (its target replaced by the server's).
+  // Starts `binary` (default: the path compiled in as GEMM_SERVER_PATH) with --port=<port> (0:
+  // a free one), --host=127.0.0.1, --metrics_port=0 and `flags`; waits up to `ready_timeout` for
+  // GetServerInfo. `max_open_files` > 0 sets the child's RLIMIT_NOFILE (soft and hard) before it
+  // starts. client() connects with `client_options` (its target replaced by the server's).
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(
       std::vector<std::string> flags = {}, absl::Duration ready_timeout = absl::Seconds(20),
       std::string binary = "", int max_open_files = 0,
-      client::GemmClient::Options client_options = {});
+      client::GemmClient::Options client_options = {}, int port = 0);
   // Sends SIGKILL if still running.
   ~ServerProcess();
 

@@ -248,6 +248,20 @@ class ClientTest(unittest.TestCase):
             self.client.matmul(x, handle)
         self.assertEqual(cm.exception.code, grpc.StatusCode.NOT_FOUND)
 
+    def test_register_under_a_chosen_handle(self):
+        w = self.rand(8, 16)  # [N,K]
+        rm = self.client.register(w, layout="nk", handle="py/chosen")
+        self.assertEqual(rm.handle, "py/chosen")
+        again = self.client.register(w, layout="nk", handle="py/chosen")  # same content: no-op
+        self.assertEqual(again.handle, "py/chosen")
+        with self.assertRaises(GemmError) as cm:
+            self.client.register(w * 2, layout="nk", handle="py/chosen")
+        self.assertEqual(cm.exception.code, grpc.StatusCode.ALREADY_EXISTS)
+        self.client.register(w * 2, layout="nk", handle="py/chosen", replace=True)
+        x = self.rand(3, 16)
+        assert_close(self, self.client.matmul(x, "py/chosen"), reference(x, w * 2, "nk"))
+        self.client.release("py/chosen")
+
     def test_batch_shared_and_per_entry_b(self):
         a = self.rand(3, 4, 8)
         b_shared = self.rand(8, 5)

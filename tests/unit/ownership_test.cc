@@ -29,10 +29,11 @@ class OwnershipTest : public ::testing::Test {
         shm_(backend_.get(), int64_t{1} << 30, "/gemm") {}
 
   // Registers a rows x 4 matrix for `caller`; its handle, or the error.
-  absl::StatusOr<std::string> Register(const Caller& caller, int64_t rows = 2) {
-    auto reg = registry_.Begin({.rows = rows, .cols = 4}, 1 << 20, caller);
+  absl::StatusOr<std::string> Register(const Caller& caller, int64_t rows = 2,
+                                       MatrixNaming naming = {}, char fill = '\0') {
+    auto reg = registry_.Begin({.rows = rows, .cols = 4}, 1 << 20, naming, caller);
     if (!reg.ok()) return reg.status();
-    if (auto s = (*reg)->Append(0, std::string(rows * 4 * 2, '\0')); !s.ok()) return s;
+    if (auto s = (*reg)->Append(0, std::string(rows * 4 * 2, fill)); !s.ok()) return s;
     auto m = (*reg)->Finish();
     if (!m.ok()) return m.status();
     return (*m)->desc().handle;
@@ -53,6 +54,27 @@ TEST_F(OwnershipTest, AnotherTenantNeitherListsNorReleasesAMatrix) {
   EXPECT_TRUE(registry_.Lookup(*handle).ok()) << "a refused release must not release";
   EXPECT_TRUE(registry_.Release(*handle, Tenant("alice")).ok());
   EXPECT_EQ(registry_.resident_bytes(), 0);
+}
+
+TEST_F(OwnershipTest, AnotherTenantCannotTakeOverAChosenName) {
+  ASSERT_TRUE(Register(Tenant("alice"), 2, {.handle = "w1"}).ok());
+  for (char fill : {'\0', '\1'}) {  // the same content, then other content
+    auto bobs = Register(Tenant("bob"), 2, {.handle = "w1", .replace = true}, fill);
+    EXPECT_EQ(bobs.status().code(), absl::StatusCode::kAlreadyExists) << bobs.status();
+  }
+  auto reshaped = Register(Tenant("bob"), 3, {.handle = "w1", .replace = true});
+  EXPECT_EQ(reshaped.status().code(), absl::StatusCode::kAlreadyExists) << reshaped.status();
+  EXPECT_EQ(registry_.List(Tenant("alice")).size(), 1u);
+  EXPECT_EQ((*registry_.Lookup("w1"))->desc().owner, "alice");
+  EXPECT_EQ(registry_.resident_bytes(), 2 * 4 * 2) << "refused uploads give their bytes back";
+  EXPECT_TRUE(Register(Tenant("alice"), 2, {.handle = "w1"}).ok()) << "idempotent for its owner";
+}
+
+TEST_F(OwnershipTest, RepositoryWeightsAreListedToEveryCaller) {
+  ASSERT_TRUE(Register(Caller{}, 2, {.handle = "model/w", .repository = true}).ok());
+  ASSERT_EQ(registry_.List(Tenant("bob")).size(), 1u);
+  EXPECT_TRUE(registry_.List(Tenant("bob"))[0].repository);
+  EXPECT_EQ(registry_.Release("model/w", Tenant("bob")).code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(OwnershipTest, AdminListsAndReleasesEveryTenantsMatrix) {
@@ -80,7 +102,7 @@ TEST_F(OwnershipTest, ResidentCapPerCallerLeavesOthersRoom) {
 TEST_F(OwnershipTest, AbandonedUploadGivesItsOwnersBytesBack) {
   const Caller alice = Tenant("alice", {.max_resident_bytes = 100});
   {
-    auto reg = registry_.Begin({.rows = 10, .cols = 4}, 1 << 20, alice);
+    auto reg = registry_.Begin({.rows = 10, .cols = 4}, 1 << 20, {}, alice);
     ASSERT_TRUE(reg.ok());
   }
   EXPECT_TRUE(Register(alice, 10).ok());

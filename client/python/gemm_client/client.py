@@ -6,6 +6,7 @@ Thread-safety: one GemmClient may be used from several threads (gRPC channels ar
 
 import dataclasses
 import itertools
+import json
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 import grpc
@@ -115,6 +116,26 @@ def _channel_credentials(tls, token: Optional[str]) -> Optional[grpc.ChannelCred
     return creds
 
 
+# Retries calls answered UNAVAILABLE (a replica draining, starting or gone) through gRPC's retry
+# policy: up to 5 attempts, exponential backoff from 50 ms to 1 s; each retry is load-balanced
+# again, so a rolling restart of the servers behind a target costs no failed call; with
+# round_robin, servers whose health check says NOT_SERVING (draining) get no new calls. The same
+# policy as the C++ client's GemmClient::kRetryServiceConfig.
+RETRY_SERVICE_CONFIG = json.dumps({
+    "healthCheckConfig": {"serviceName": "gemm.v1.GemmService"},
+    "methodConfig": [{
+        "name": [{"service": "gemm.v1.GemmService"}],
+        "retryPolicy": {
+            "maxAttempts": 5,
+            "initialBackoff": "0.05s",
+            "maxBackoff": "1s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE"],
+        },
+    }]
+})
+
+
 class GemmClient:
     """Client of one gemm-service target ("host:port", "dns:///name:port", ...).
 
@@ -126,14 +147,21 @@ class GemmClient:
     def __init__(self, target: str = "localhost:50051", *, timeout: Optional[float] = 60.0,
                  max_message_bytes: int = _DEFAULT_MAX_MESSAGE,
                  options: Sequence[Tuple[str, object]] = (),
-                 tls: Union[None, bool, Tls] = None, token: Optional[str] = None):
+                 tls: Union[None, bool, Tls] = None, token: Optional[str] = None,
+                 retry_unavailable: bool = True):
         """`timeout`: default deadline of every call in seconds (None: none).
         `max_message_bytes`: gRPC send/receive limit; match the server's --max_message_bytes.
         `options`: extra gRPC channel arguments.
         `tls`: None (plaintext), True (TLS verified by the system's CAs) or Tls(ca_file=...,
-        cert_file=..., key_file=...). `token`: bearer token sent with every call (implies TLS)."""
+        cert_file=..., key_file=...). `token`: bearer token sent with every call (implies TLS).
+        `retry_unavailable`: retry calls answered UNAVAILABLE (RETRY_SERVICE_CONFIG)."""
         opts = [("grpc.max_send_message_length", int(max_message_bytes)),
-                ("grpc.max_receive_message_length", int(max_message_bytes))] + list(options)
+                ("grpc.max_receive_message_length", int(max_message_bytes))]
+        if retry_unavailable:
+            opts += [("grpc.enable_retries", 1),
+                     ("grpc.service_config", RETRY_SERVICE_CONFIG),
+                     ("grpc.per_rpc_retry_buffer_size", int(max_message_bytes))]
+        opts += list(options)
         self.target = target
         self.timeout = timeout
         creds = _channel_credentials(tls, token)
@@ -304,10 +332,13 @@ class GemmClient:
     # ------------------------------------------------------------------ resident matrices
 
     def register(self, b, *, layout: str = "kn", name: str = "",
-                 devices: Sequence[int] = (), timeout: Optional[float] = None) -> ResidentMatrix:
+                 devices: Sequence[int] = (), timeout: Optional[float] = None,
+                 handle: str = "", replace: bool = False) -> ResidentMatrix:
         """Uploads `b` (rounded to BF16) to keep on the server as a B operand. layout "kn": b is
         [K,N]; "nk": b is [N,K] (a PyTorch Linear weight). Sent in 4 MiB chunks, so matrices over
-        protobuf's 2 GB limit work."""
+        protobuf's 2 GB limit work. `handle`: a stable name to register it under (the same on
+        every replica; registering the same content again is a no-op, other content raises
+        ALREADY_EXISTS unless `replace`)."""
         b = np.asarray(b)
         if b.ndim != 2:
             raise ValueError(f"b must be 2-D, got shape {b.shape}")
@@ -315,7 +346,8 @@ class GemmClient:
             raise ValueError(f"layout must be 'kn' or 'nk', got {layout!r}")
         data = to_bf16(b).tobytes()
         header = pb.MatrixHeader(name=name, rows=b.shape[0], cols=b.shape[1],
-                                 dtype=pb.DTYPE_BF16, layout=_LAYOUTS[layout], devices=list(devices))
+                                 dtype=pb.DTYPE_BF16, layout=_LAYOUTS[layout], devices=list(devices),
+                                 handle=handle, replace=replace)
 
         def chunks():
             offset = 0
