@@ -10,7 +10,8 @@ add_executable(sm100_unit_test
   ${CMAKE_CURRENT_LIST_DIR}/sm100_layout_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/sm100_protocol_test.cc
   ${CMAKE_CURRENT_LIST_DIR}/sm100_split_test.cc
-  ${CMAKE_CURRENT_LIST_DIR}/sm100_clc_test.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/sm100_clc_test.cc
+  ${CMAKE_CURRENT_LIST_DIR}/sm100_geometry_test.cc)
 target_include_directories(sm100_unit_test PRIVATE ${PROJECT_SOURCE_DIR}/kernel/src)
 target_link_libraries(sm100_unit_test PRIVATE GTest::gtest_main)
 gtest_discover_tests(sm100_unit_test DISCOVERY_MODE PRE_TEST)

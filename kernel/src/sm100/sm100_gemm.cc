@@ -136,35 +136,29 @@ struct BatchStrides {
 absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
                                       const VariantKey& key) {
   const uint64_t batch = static_cast<uint64_t>(bs.batch);
-  const int x_rows_box = 128 * key.m_waves;       // per-CTA X rows (one box: <= 256)
-  const int y_rows_box = key.swap_ab ? 64 : 128;  // per-CTA Y rows (kUmmaN / 2)
-  // A: [M, K] row-major, always K-major.
+  // Every box comes from the variant's KernelConfig (sm100_variant.h), as do the device's
+  // expect_tx bytes: the two cannot drift apart.
+  const Geometry g = GeometryOf(key);
+  const Box& a_box = key.swap_ab ? g.y : g.x;  // A: [M, K] row-major, always K-major
+  const Box& b_box = key.swap_ab ? g.x : g.y;  // B: [N, K] (K-major) or [K, N] (MN-major)
   MapSpec a{.ptr = p.a,
             .inner = static_cast<uint64_t>(p.k),
             .outer = static_cast<uint64_t>(p.m),
             .batch = batch,
             .pitch_bytes = static_cast<uint64_t>(p.lda) * 2,
             .batch_stride_bytes = static_cast<uint64_t>(bs.a) * 2,
-            .box_inner = 64,
-            .box_outer = static_cast<uint32_t>(key.swap_ab ? y_rows_box : x_rows_box)};
-  // B: [N, K] (K-major) or [K, N] (MN-major: boxes of 64 N x 64 K).
+            .box_inner = a_box.inner,
+            .box_outer = a_box.outer};
   const bool b_mn = p.b_layout == BLayout::kKN;
   MapSpec b{.ptr = p.b,
+            .inner = static_cast<uint64_t>(b_mn ? p.n : p.k),
+            .outer = static_cast<uint64_t>(b_mn ? p.k : p.n),
             .batch = batch,
             .pitch_bytes = static_cast<uint64_t>(p.ldb) * 2,
             .batch_stride_bytes = static_cast<uint64_t>(bs.b) * 2,
-            .box_inner = 64};
-  if (b_mn) {
-    b.inner = static_cast<uint64_t>(p.n);
-    b.outer = static_cast<uint64_t>(p.k);
-    b.box_outer = 64;
-  } else {
-    b.inner = static_cast<uint64_t>(p.k);
-    b.outer = static_cast<uint64_t>(p.n);
-    b.box_outer = static_cast<uint32_t>(key.swap_ab ? x_rows_box : y_rows_box);
-  }
-  // D (and C): [M, N] row-major. Wide kernel: 32 rows x 128 bytes, 128B-swizzled.
-  // Swap-AB: 32 N x 32 M, no swizzle.
+            .box_inner = b_box.inner,
+            .box_outer = b_box.outer};
+  // D (and C): [M, N] row-major.
   const uint64_t es = DTypeSize(p.d_dtype);
   const CUtensorMapDataType out_type = p.d_dtype == DType::kFP32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                                                  : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
@@ -174,10 +168,10 @@ absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
             .batch = bs.d_batch > 0 ? static_cast<uint64_t>(bs.d_batch) : batch,
             .pitch_bytes = static_cast<uint64_t>(p.ldd) * es,
             .batch_stride_bytes = static_cast<uint64_t>(bs.d) * es,
-            .box_inner = static_cast<uint32_t>(key.swap_ab ? 32 : 128 / es),
-            .box_outer = 32,
+            .box_inner = g.out.inner,
+            .box_outer = g.out.outer,
             .dtype = out_type,
-            .swizzle = key.swap_ab ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
+            .swizzle = g.out_swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
             .l2 = CU_TENSOR_MAP_L2_PROMOTION_NONE};
   MapSpec c = d;
   if (p.beta != 0.0f && p.c != nullptr) {
@@ -239,16 +233,6 @@ absl::StatusOr<int> NumClusters(const VariantKey& key, const DeviceInfo& dev, in
   if (clusters <= 0) clusters = dev.sm_count / 2;
   if (clusters <= 0) return absl::FailedPreconditionError("no SMs for the sm100 kernel");
   return static_cast<int>(std::min<int64_t>(clusters, std::max<int64_t>(tiles, 1)));
-}
-
-template <int kUmmaN>
-using Sched = TileScheduler<256, kUmmaN, 64>;
-
-// Work units of the variant `key` (its cluster tile: 256 x 128 swapped, 256 or 512 x 256 wide).
-int64_t TotalTiles(const VariantKey& key, const ProblemShape* shapes, int32_t n, bool uniform) {
-  if (key.swap_ab) return Sched<128>::TotalTiles(shapes, n, uniform);
-  if (key.m_waves == 2) return TileScheduler<512, 256, 64>::TotalTiles(shapes, n, uniform);
-  return Sched<256>::TotalTiles(shapes, n, uniform);
 }
 
 // Scratch memory the caller lent for split-K partials (may be empty).
