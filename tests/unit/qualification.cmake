@@ -1,0 +1,5 @@
+# Unit tests of the kernel qualification: the child-process harness with fake case runners (a hang,
+# a sticky error, a crash) and the SM100 case list covering every compiled variant. No GPU.
+add_executable(qualification_test ${CMAKE_CURRENT_LIST_DIR}/qualification_test.cc)
+target_link_libraries(qualification_test PRIVATE gemm_core GTest::gtest_main)
+gtest_discover_tests(qualification_test DISCOVERY_MODE PRE_TEST)
