@@ -4,6 +4,7 @@ target_sources(gemm_kernel PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/dispatch.cc
   ${CMAKE_CURRENT_LIST_DIR}/validate.cc
   ${CMAKE_CURRENT_LIST_DIR}/heuristics_sm90.cc
+  ${CMAKE_CURRENT_LIST_DIR}/qualification_cases.cc
   ${CMAKE_CURRENT_LIST_DIR}/../reference/cublaslt_gemm.cc)
 # reference/ headers are included as "reference/..." from the kernel root.
 target_include_directories(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
