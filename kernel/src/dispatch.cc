@@ -163,6 +163,11 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   const bool automatic = opts.kind == KernelKind::kAuto;
   switch (kind) {
     case KernelKind::kSm90: {
+      // The SM90 family qualifies as one variant (gemm/qualification.h).
+      if ((opts.usable_variants & 1u) == 0) {
+        if (automatic) return RunCublasLt(args, stream, opts);
+        return absl::UnimplementedError("sm90 kernel is not qualified on this device");
+      }
       if (TmaCompatible(args) && SmallM(args, device)) {
         return sm90::SmallMGemm(args, stream, opts);
       }
@@ -202,6 +207,10 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   };
   switch (kind) {
     case KernelKind::kSm90:
+      if ((opts.usable_variants & 1u) == 0) {
+        if (automatic) return loop_cublaslt();
+        return absl::UnimplementedError("sm90 kernel is not qualified on this device");
+      }
       if (sm90::Supports(group)) return sm90::GemmGrouped(group, stream, opts);
       if (automatic) return loop_cublaslt();
       return absl::FailedPreconditionError(
