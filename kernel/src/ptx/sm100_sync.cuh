@@ -36,9 +36,12 @@ __device__ __forceinline__ void MbarrierWait(uint32_t bar, uint32_t parity) {
 
 // Arrive + expect `bytes` of async transactions on a barrier in any CTA of the cluster
 // (`cluster_bar` from MapaShared).
+// NOTE: .release.cta, not .release.cluster: the arrive publishes no generic-proxy writes (the
+// bytes it announces arrive by TMA and complete_tx), and .release.cluster compiles to a GPU-wide
+// fence (MEMBAR) before every arrive, once per pipeline stage.
 __device__ __forceinline__ void MbarrierArriveExpectTxCluster(uint32_t cluster_bar,
                                                               uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], %1;" ::"r"(
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cluster.b64 _, [%0], %1;" ::"r"(
                    cluster_bar),
                "r"(bytes)
                : "memory");
@@ -51,10 +54,25 @@ __device__ __forceinline__ void MbarrierArriveExpectTx(uint32_t bar, uint32_t by
                : "memory");
 }
 
-// Plain arrive on a barrier in any CTA of the cluster.
+// Arrive on a barrier in any CTA of the cluster with CTA-scope release: for hand-offs ordered by
+// other means (the TMEM accumulator: tcgen05.wait::ld and fence::before_thread_sync), where
+// cluster scope would only add a GPU-wide fence per tile.
+__device__ __forceinline__ void MbarrierArriveRemote(uint32_t cluster_bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar)
+               : "memory");
+}
+
+// Arrive on a barrier in any CTA of the cluster, releasing this thread's shared-memory reads to
+// the peer CTA (the CLC response slots, rewritten by the leader's next try_cancel).
 __device__ __forceinline__ void MbarrierArriveCluster(uint32_t cluster_bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar)
                : "memory");
+}
+
+// Acquires the tensor map at `map` (global memory, written by a host copy) for the tensormap
+// proxy: required before the first TMA use of a map that is not a kernel parameter.
+__device__ __forceinline__ void FenceTensorMapAcquire(const void* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
 }
 
 // Makes this thread's generic-proxy shared-memory writes visible to the async proxy (TMA store).

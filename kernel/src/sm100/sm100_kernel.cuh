@@ -209,6 +209,10 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       PipelineState<kStages> st;
       while (src.Next(&tile, /*warp_wide=*/false)) {
         const ProblemMaps* maps = maps_of(tile.problem);
+        if (grouped) {  // maps copied to global memory by the host: acquire before TMA reads them
+          ptx::FenceTensorMapAcquire(&maps->x);
+          ptx::FenceTensorMapAcquire(&maps->y);
+        }
         const int32_t batch = grouped ? 0 : tile.problem;
         const int32_t x0 = tile.block_x * Cfg::kClusterBlockX + rank * Cfg::kRowsX;
         const int32_t y0 = tile.block_y * Cfg::kClusterBlockY + rank * Cfg::kRowsY;
@@ -286,6 +290,10 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     uint32_t buf = 0;
     while (src.Next(&tile, /*warp_wide=*/true)) {
       const ProblemMaps* maps = maps_of(tile.problem);
+      if (grouped && lane == 0) {  // the lane that issues this tile's C loads and D stores
+        ptx::FenceTensorMapAcquire(&maps->c);
+        ptx::FenceTensorMapAcquire(&maps->d);
+      }
       const ProblemShape& shape = shapes[grouped ? tile.problem : 0];
       const float alpha = shape.alpha;
       const float beta = shape.beta;
@@ -329,6 +337,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
 
         constexpr int kLoads = Cfg::kEpiColsPerChunk / 32;
         uint32_t r[kLoads][32];
+        __syncwarp();  // tcgen05.ld is warp-collective: reconverge after the per-lane C wait
 #pragma unroll
         for (int h = 0; h < kLoads; ++h) {
           ptx::Tcgen05Ld32x32bX32(t_acc + chunk * Cfg::kEpiColsPerChunk + h * 32, r[h]);
@@ -337,7 +346,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
         if (wc == kMWaves * Cfg::kEpiChunks - 1) {
           // Accumulator drained: hand it back to the leader's MMA warp (all 256 threads arrive).
           ptx::Tcgen05FenceBeforeThreadSync();
-          ptx::MbarrierArriveCluster(ptx::MapaShared(tmem_empty_bar(acc.index), 0));
+          ptx::MbarrierArriveRemote(ptx::MapaShared(tmem_empty_bar(acc.index), 0));
         }
 
         if constexpr (!Cfg::kSwapAB) {
