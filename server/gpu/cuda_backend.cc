@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "gemm/kernel.h"
 #include "server/core/validation.h"
 #include "server/gpu/cuda_util.h"
@@ -21,7 +22,7 @@
 #include "server/gpu/executor.h"
 #include "server/gpu/host_copier.h"
 #include "server/gpu/resident.h"
-#include "server/gpu/self_test.h"
+#include "server/gpu/qualification.h"
 #include "server/gpu/staging_pool.h"
 
 namespace gemm::gpu {
@@ -78,6 +79,14 @@ class CudaBackend final : public core::Backend {
       k.usable = first ? dev->selected_usable() : (k.usable && dev->selected_usable());
       k.detail = absl::StrCat(k.detail, k.detail.empty() ? "" : "; ", "device ", dev->ordinal(),
                               ": ", dev->self_test_detail());
+      for (const core::KernelDescription& v : dev->variant_verdicts()) {
+        auto& kv = kernels[v.name];
+        const bool first_v = kv.name.empty();
+        kv.name = v.name;
+        kv.usable = first_v ? v.usable : (kv.usable && v.usable);
+        kv.detail = absl::StrCat(kv.detail, kv.detail.empty() ? "" : "; ", "device ",
+                                 dev->ordinal(), ": ", v.detail);
+      }
     }
     const std::string lt = kernel::KernelName(kernel::KernelKind::kCublasLt);
     if (!kernels.contains(lt)) {
@@ -229,6 +238,17 @@ int CudaDeviceCount() {
   return n;
 }
 
+namespace {
+
+DeviceQualificationOptions QualificationOptionsOf(const CudaBackendOptions& o) {
+  return {.binary = o.qualify_binary,
+          .case_deadline = absl::Seconds(o.qualification_case_deadline_s),
+          .total_deadline = absl::Seconds(o.qualification_deadline_s),
+          .force_mismatch = o.self_test_force_mismatch};
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
     const CudaBackendOptions& options) {
   const int count = CudaDeviceCount();
@@ -274,22 +294,18 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
     absl::StatusOr<kernel::KernelKind> sel = kernel::SelectKernel(i);
     if (!sel.ok()) return sel.status();
     bool usable = true;
-    std::string detail = "self-test skipped";
+    std::string detail = "qualification skipped";
     if (options.self_test) {
-      SelfTestOptions sto;
-      sto.force_mismatch = options.self_test_force_mismatch;
-      absl::Status st = SelfTest(i, *sel, sto, &detail);
-      usable = st.ok();
-      if (!usable) {
-        if (*sel == kernel::KernelKind::kCublasLt) {
-          // Nothing to fall back to: the device cannot serve correct results.
-          GEMM_LOG(ERROR) << "device " << i << ": cuBLASLt self-test FAILED: " << detail;
-          return absl::Status(st.code(), absl::StrCat("device ", i, " self-test: ", detail));
-        }
-        GEMM_LOG(ERROR) << "!!! device " << i << " (" << d.name() << "): kernel "
-                        << kernel::KernelName(*sel) << " FAILED its self-test and is marked "
-                        << "UNUSABLE; serving through cublaslt. " << detail;
+      GEMM_ASSIGN_OR_RETURN(DeviceQualification q,
+                            QualifyDevice(i, *sel, QualificationOptionsOf(options)));
+      detail = q.summary;
+      if (*sel == kernel::KernelKind::kCublasLt && !q.cublaslt_ok) {
+        // Nothing to fall back to: the device cannot serve correct results.
+        GEMM_LOG(ERROR) << "device " << i << ": cuBLASLt qualification FAILED: " << detail;
+        return absl::InternalError(absl::StrCat("device ", i, " qualification: ", detail));
       }
+      usable = *sel == kernel::KernelKind::kCublasLt || q.usable_variants != 0;
+      d.SetVariants(q.usable_variants, std::move(q.verdicts));
     }
     d.SetKernel(*sel, usable, detail);
     GEMM_LOG(INFO) << "device " << i << ": " << d.name() << ", compute capability " << d.cc_major()

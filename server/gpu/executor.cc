@@ -494,6 +494,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
       if (!st.ok()) break;
       kernel::LaunchOptions opts;
       opts.kind = u->kind;
+      opts.usable_variants = device_->usable_variants();
       if (u->workspace_off >= 0) {
         opts.workspace = u->dev + u->workspace_off;
         opts.workspace_bytes = u->workspace_bytes;

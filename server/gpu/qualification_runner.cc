@@ -1,5 +1,6 @@
-// Start-up self-test of a device's kernel against cuBLASLt (see self_test.h).
-#include "server/gpu/self_test.h"
+// Runs one qualification case on the current device: the native kernel and cuBLASLt on the same
+// fresh random operands, compared (see qualification_runner.h).
+#include "server/gpu/qualification_runner.h"
 
 #include <cuda_runtime_api.h>
 
@@ -13,31 +14,25 @@
 #include "absl/strings/str_format.h"
 #include "common/bf16.h"
 #include "common/reference_gemm.h"
+#include "common/status_macros.h"
+#include "gemm/qualification.h"
 #include "server/gpu/cuda_util.h"
 
 namespace gemm::gpu {
 namespace {
 
-struct Case {
-  const char* name;
-  std::vector<kernel::Problem> problems;  // pointers unset; grouped when > 1
-  int64_t batch = 1;                      // strided batch count (problems.size() == 1)
-};
-
-kernel::Problem Shape(int64_t m, int64_t n, int64_t k, kernel::BLayout layout,
-                      kernel::DType out = kernel::DType::kBF16, float alpha = 1.0f,
-                      float beta = 0.0f) {
+kernel::Problem Shape(const kernel::QualificationProblem& q) {
   kernel::Problem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.b_layout = layout;
-  p.d_dtype = out;
-  p.alpha = alpha;
-  p.beta = beta;
-  p.lda = k;
-  p.ldb = layout == kernel::BLayout::kKN ? n : k;
-  p.ldc = p.ldd = n;
+  p.m = q.m;
+  p.n = q.n;
+  p.k = q.k;
+  p.b_layout = q.b_layout;
+  p.d_dtype = q.d_dtype;
+  p.alpha = q.alpha;
+  p.beta = q.beta;
+  p.lda = q.k;
+  p.ldb = q.b_layout == kernel::BLayout::kKN ? q.n : q.k;
+  p.ldc = p.ldd = q.n;
   return p;
 }
 
@@ -127,15 +122,16 @@ class Runner {
   }
 
   // Runs the case with `kind`; returns the concatenated D bytes of all problems.
-  absl::StatusOr<std::string> Run(const Case& c, const std::vector<kernel::Problem>& bound,
-                                  int64_t batch, const std::vector<int64_t>& d_bytes,
-                                  kernel::KernelKind kind) {
+  absl::StatusOr<std::string> Run(const std::vector<kernel::Problem>& bound, int64_t batch,
+                                  const std::vector<int64_t>& d_bytes, kernel::KernelKind kind,
+                                  uint64_t usable_variants) {
     for (size_t i = 0; i < bound.size(); ++i) {
       GPU_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(bound[i].d, 0xFF, d_bytes[i], stream_),
                                      "cudaMemsetAsync"));  // poison (NaN)
     }
     kernel::LaunchOptions opts;
     opts.kind = kind;
+    opts.usable_variants = usable_variants;
     absl::Status st;
     if (bound.size() == 1) {
       kernel::StridedBatch sb;
@@ -165,7 +161,6 @@ class Runner {
           cudaMemcpy(part.data(), bound[i].d, d_bytes[i], cudaMemcpyDeviceToHost), "cudaMemcpy"));
       out += part;
     }
-    (void)c;
     return out;
   }
 
@@ -183,132 +178,84 @@ class Runner {
   size_t workspace_bytes_ = 0;
 };
 
+// One case's operands on the device and on the host.
+struct Bound {
+  std::vector<kernel::Problem> problems;
+  std::vector<int64_t> d_bytes;
+  std::vector<std::string> a_host, b_host;
+};
+
+absl::StatusOr<Bound> BindOperands(const kernel::QualificationCase& c, Runner& runner,
+                                   std::mt19937_64& gen) {
+  using kernel::DType;
+  Bound out;
+  for (const kernel::QualificationProblem& q : c.problems) {
+    kernel::Problem p = Shape(q);
+    const int64_t batch = c.batch;
+    out.a_host.push_back(RandomBytes(batch * p.m * p.k, DType::kBF16, gen));
+    out.b_host.push_back(RandomBytes(batch * p.k * p.n, DType::kBF16, gen));
+    GEMM_ASSIGN_OR_RETURN(void* a, runner.Upload(out.a_host.back()));
+    GEMM_ASSIGN_OR_RETURN(void* b, runner.Upload(out.b_host.back()));
+    p.a = a;
+    p.b = b;
+    if (p.beta != 0.0f) {
+      GEMM_ASSIGN_OR_RETURN(void* cc, runner.Upload(RandomBytes(batch * p.m * p.n, p.d_dtype, gen)));
+      p.c = cc;
+    }
+    absl::Status st;
+    out.d_bytes.push_back(batch * p.m * p.n * static_cast<int64_t>(kernel::DTypeSize(p.d_dtype)));
+    p.d = runner.Alloc(out.d_bytes.back(), &st);
+    GPU_RETURN_IF_ERROR(st);
+    out.problems.push_back(p);
+  }
+  return out;
+}
+
+// cuBLASLt against float64 on the CPU, on the case's first problem.
+absl::Status CheckCublasLt(const Bound& b, const std::vector<float>& ref, std::string* detail) {
+  const kernel::Problem& p = b.problems[0];
+  RefProblem rp{p.m, p.n, p.k, p.b_layout == kernel::BLayout::kNK, 1.0, 0.0};
+  const std::vector<double> cpu = ReferenceGemm(rp, b.a_host[0], b.b_host[0]);
+  const std::vector<float> first(ref.begin(), ref.begin() + p.m * p.n);
+  const double err = RelativeError(first, cpu);
+  *detail = absl::StrFormat("cublaslt vs float64: relative error %.3g", err);
+  if (!(err <= 1e-2)) return absl::InternalError("cublaslt disagrees with the CPU reference");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-absl::Status SelfTest(int device, kernel::KernelKind kind, const SelfTestOptions& options,
-                      std::string* detail) {
-  using kernel::BLayout;
+absl::Status RunQualificationCase(const kernel::QualificationCase& c, const CaseRunOptions& options,
+                                  std::string* detail) {
   using kernel::DType;
-  const std::string name = kernel::KernelName(kind);
-  auto finish = [&](absl::Status st, const std::string& text) {
-    *detail = text;
-    return st;
-  };
-  GPU_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
   Runner runner;
   GPU_RETURN_IF_ERROR(runner.Init());
   std::mt19937_64 gen(std::random_device{}());
-
-  std::vector<Case> cases = {
-      {"256x256x256 kn bf16", {Shape(256, 256, 256, BLayout::kKN)}},
-      {"16x4096x4096 nk bf16 (decode)", {Shape(16, 4096, 4096, BLayout::kNK)}},
-      // SM90: the 64-row WGMMA decode tile (M 17..64) with the tail split-K.
-      {"48x4096x4096 kn bf16 (decode, WGMMA)", {Shape(48, 4096, 4096, BLayout::kKN)}},
-      {"1000x520x136 kn fp32 alpha=0.5 beta=1",
-       {Shape(1000, 520, 136, BLayout::kKN, DType::kFP32, 0.5f, 1.0f)}},
-      {"3x 320x1024x1024 nk bf16 (strided)", {Shape(320, 1024, 1024, BLayout::kNK)}, 3},
-      {"2048x2048x2048 kn bf16", {Shape(2048, 2048, 2048, BLayout::kKN)}},
-      // Reaches the SM90 tail split-K (32 tiles of 128x128 on 132 SMs, K cut in 4).
-      {"128x4096x4096 nk bf16 (split-K tail)", {Shape(128, 4096, 4096, BLayout::kNK)}},
-      // Large shapes take other kernel variants (SM100: 2 M-waves per CTA from K >= 2048 and
-      // enough tiles, kernel/src/sm100/sm100_config.h ChooseMWaves): cover both B layouts.
-      {"4096x4096x4096 nk bf16 (large)", {Shape(4096, 4096, 4096, BLayout::kNK)}},
-      {"4096x4096x4096 kn bf16 (large)", {Shape(4096, 4096, 4096, BLayout::kKN)}},
-      {"group 128x256x512, 64x128x256, 300x200x104 nk bf16",
-       {Shape(128, 256, 512, BLayout::kNK), Shape(64, 128, 256, BLayout::kNK),
-        Shape(300, 200, 104, BLayout::kNK)}},
-  };
-
-  double worst = 0;
-  int passed = 0, unimplemented = 0;
-  for (size_t ci = 0; ci < cases.size(); ++ci) {
-    Case& c = cases[ci];
-    std::vector<kernel::Problem> bound = c.problems;
-    std::vector<int64_t> d_bytes;
-    std::vector<std::string> a_host, b_host;
-    for (kernel::Problem& p : bound) {
-      const int64_t batch = c.batch;
-      const int64_t es = kernel::DTypeSize(p.d_dtype);
-      a_host.push_back(RandomBytes(batch * p.m * p.k, DType::kBF16, gen));
-      b_host.push_back(RandomBytes(batch * p.k * p.n, DType::kBF16, gen));
-      auto a = runner.Upload(a_host.back());
-      if (!a.ok()) return finish(a.status(), "self-test could not allocate");
-      auto b = runner.Upload(b_host.back());
-      if (!b.ok()) return finish(b.status(), "self-test could not allocate");
-      p.a = *a;
-      p.b = *b;
-      if (p.beta != 0.0f) {
-        auto cc = runner.Upload(RandomBytes(batch * p.m * p.n, p.d_dtype, gen));
-        if (!cc.ok()) return finish(cc.status(), "self-test could not allocate");
-        p.c = *cc;
-      }
-      absl::Status st;
-      d_bytes.push_back(batch * p.m * p.n * es);
-      p.d = runner.Alloc(d_bytes.back(), &st);
-      if (!st.ok()) return finish(st, "self-test could not allocate");
-    }
-    const DType out_t = bound[0].d_dtype;
-    auto ref = runner.Run(c, bound, c.batch, d_bytes, kernel::KernelKind::kCublasLt);
-    if (!ref.ok()) {
-      return finish(ref.status(),
-                    absl::StrCat("cublaslt failed on ", c.name, ": ", ref.status().ToString()));
-    }
-    const std::vector<float> ref_f = Decode(*ref, out_t);
-    if (ci == 0) {  // cuBLASLt itself against float64 on the CPU
-      RefProblem rp{bound[0].m, bound[0].n, bound[0].k, bound[0].b_layout == BLayout::kNK,
-                    1.0,        0.0};
-      std::vector<double> cpu = ReferenceGemm(rp, a_host[0], b_host[0]);
-      const double err = RelativeError(ref_f, cpu);
-      if (!(err <= 1e-2)) {
-        return finish(
-            absl::InternalError("cublaslt disagrees with the CPU reference"),
-            absl::StrFormat("cublaslt vs float64 on %s: relative error %.3g", c.name, err));
-      }
-    }
-    if (kind == kernel::KernelKind::kCublasLt) {
-      ++passed;
-      continue;
-    }
-    auto got = runner.Run(c, bound, c.batch, d_bytes, kind);
-    if (absl::IsUnimplemented(got.status())) {
-      ++unimplemented;
-      continue;
-    }
-    if (!got.ok()) {
-      return finish(got.status(),
-                    absl::StrCat(name, " failed on ", c.name, ": ", got.status().ToString()));
-    }
-    std::vector<float> got_f = Decode(*got, out_t);
-    if (options.force_mismatch && ci == 0 && !got_f.empty()) got_f[0] += 1000.0f;
-    const double diff = MaxRelDiff(got_f, ref_f);
-    const double tol = out_t == DType::kBF16 ? 2e-2 : 1e-3;
-    if (!(diff <= tol)) {
-      return finish(absl::InternalError(absl::StrCat(name, " does not match cublaslt")),
-                    absl::StrFormat("%s MISMATCH vs cublaslt on %s: max|diff|/max|ref| = %.3g "
-                                    "(tolerance %.1g)%s",
-                                    name, c.name, diff, tol,
-                                    options.force_mismatch ? " [forced by the test hook]" : ""));
-    }
-    worst = std::max(worst, diff);
-    ++passed;
+  GEMM_ASSIGN_OR_RETURN(Bound bound, BindOperands(c, runner, gen));
+  const DType out_t = bound.problems[0].d_dtype;
+  auto ref = runner.Run(bound.problems, c.batch, bound.d_bytes, kernel::KernelKind::kCublasLt, 0);
+  if (!ref.ok()) {
+    *detail = absl::StrCat("cublaslt failed: ", ref.status().ToString());
+    return ref.status();
   }
-  if (kind == kernel::KernelKind::kCublasLt) {
-    return finish(
-        absl::OkStatus(),
-        absl::StrFormat("cublaslt ran %d problems and matches float64 on the CPU", passed));
+  const std::vector<float> ref_f = Decode(*ref, out_t);
+  if (options.kind == kernel::KernelKind::kCublasLt) return CheckCublasLt(bound, ref_f, detail);
+  uint64_t mask = 0;
+  for (int v : c.variants) mask |= uint64_t{1} << v;
+  // Only the variants the case is predicted to run: a different choice fails loudly.
+  auto got = runner.Run(bound.problems, c.batch, bound.d_bytes, options.kind, mask);
+  if (!got.ok()) {
+    *detail = absl::StrCat(kernel::KernelName(options.kind), " failed: ", got.status().ToString());
+    return got.status();
   }
-  if (passed == 0) {
-    return finish(absl::UnimplementedError(absl::StrCat(name, " is not implemented")),
-                  absl::StrCat(name, ": not implemented for any self-test problem"));
-  }
-  return finish(absl::OkStatus(),
-                absl::StrFormat(
-                    "%s matches cublaslt on %d problems (worst max|diff|/max|ref| "
-                    "%.2g)%s",
-                    name, passed, worst,
-                    unimplemented > 0
-                        ? absl::StrCat("; ", unimplemented, " not implemented (served by cublaslt)")
-                        : std::string()));
+  std::vector<float> got_f = Decode(*got, out_t);
+  if (options.force_mismatch && !got_f.empty()) got_f[0] += 1000.0f;
+  const double diff = MaxRelDiff(got_f, ref_f);
+  const double tol = out_t == DType::kBF16 ? 2e-2 : 1e-3;
+  *detail = absl::StrFormat("max|diff|/max|ref| vs cublaslt = %.3g (tolerance %.1g)%s", diff, tol,
+                            options.force_mismatch ? " [mismatch forced by the test hook]" : "");
+  if (!(diff <= tol)) return absl::InternalError("does not match cublaslt");
+  return absl::OkStatus();
 }
 
 }  // namespace gemm::gpu

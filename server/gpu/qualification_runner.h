@@ -1,26 +1,29 @@
-// Start-up self-test: runs a device's chosen kernel and cuBLASLt on the same fresh random
-// problems (strided, small-M, FP32 out with C, batched, grouped; both B layouts) and compares
-// them; cuBLASLt is itself checked against a float64 CPU reference on one problem. A kernel that
-// fails is marked unusable and the device serves through cuBLASLt.
+// Runs one kernel qualification case (gemm/qualification.h) on the current device: the native
+// kernel and cuBLASLt on the same fresh random operands (strided, batched or grouped), compared;
+// cuBLASLt itself is checked against a float64 CPU reference. Called only in the qualification
+// child process (qualify_main.cc), never in the server's own context.
 #pragma once
 
 #include <string>
 
 #include "absl/status/status.h"
 #include "gemm/kernel.h"
+#include "gemm/qualification.h"
 
 namespace gemm::gpu {
 
-struct SelfTestOptions {
-  // Testing hook: corrupt one element of the chosen kernel's output before the comparison, so
-  // the failure path (log, mark unusable, serve through cuBLASLt) can be exercised.
+struct CaseRunOptions {
+  // The kernel family under qualification (kCublasLt: check cuBLASLt against float64 only).
+  kernel::KernelKind kind = kernel::KernelKind::kCublasLt;
+  // Testing hook: corrupt one element of the native kernel's output before the comparison, so
+  // the failure path (variant unusable, serve through cuBLASLt) can be exercised.
   bool force_mismatch = false;
 };
 
-// Tests `kind` on `device` (made current). OK when it matches cuBLASLt on every problem; else
-// the first mismatch or error. `*detail` receives a one-line summary either way. Blocking (runs
-// at start-up only; uses its own stream and cudaMalloc'd buffers, freed before returning).
-absl::Status SelfTest(int device, kernel::KernelKind kind, const SelfTestOptions& options,
-                      std::string* detail);
+// OK when the kernel, allowed to run only the case's predicted variants, matches cuBLASLt.
+// `*detail` receives a one-line summary either way. Blocking; uses its own stream and
+// cudaMalloc'd buffers, freed before returning.
+absl::Status RunQualificationCase(const kernel::QualificationCase& c, const CaseRunOptions& options,
+                                  std::string* detail);
 
 }  // namespace gemm::gpu

@@ -801,6 +801,7 @@ TEST_F(EngineTest, OnlyEveryNthUnitTimesItsGpuPhases) {
 TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
   CudaBackendOptions o;
   o.self_test = true;
+  o.qualify_binary = GEMM_QUALIFY_BINARY;
   o.staging_bytes = 64 << 20;
   Harness h(o);
   ASSERT_NE(h.backend, nullptr);
@@ -827,6 +828,7 @@ TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
 TEST_F(EngineTest, ForcedSelfTestMismatchServesThroughCublasLt) {
   CudaBackendOptions o;
   o.self_test = true;
+  o.qualify_binary = GEMM_QUALIFY_BINARY;
   o.self_test_force_mismatch = true;
   o.staging_bytes = 64 << 20;
   Harness h(o);
