@@ -23,15 +23,12 @@ __device__ __forceinline__ void FenceMbarrierInit() {
 }
 
 // Spins until the phase of parity `parity` of the local mbarrier `bar` has completed
-// (cluster-scope acquire: arrivals may come from the peer CTA).
-__device__ __forceinline__ void MbarrierWait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n\t.reg .pred done;\n\t"
-      "WAIT_%=:\n\t"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
-      "@!done bra WAIT_%=;\n\t}" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+// (cluster-scope acquire: arrivals may come from the peer CTA). `site` and `tile` name the wait in
+// the bounded-wait build's timeout record (ptx/bounded_wait.cuh); otherwise unused.
+__device__ __forceinline__ void MbarrierWait(uint32_t bar, uint32_t parity,
+                                             WaitSite site = WaitSite::kUnnamed,
+                                             uint32_t tile = 0xffffffffu) {
+  MbarWaitParity<true>(bar, parity, site, tile);
 }
 
 // Arrive + expect `bytes` of async transactions on a barrier in any CTA of the cluster
