@@ -1,14 +1,27 @@
-// The qualification case list (gemm/qualification.h). The SM100 cases are chosen so that the
-// launcher's own choice (sm100_choice.h) lands on each of the 12 compiled variants; each case
-// records the variants that choice predicts, and the runner lets the call use only those.
+// The qualification case list (gemm/qualification.h). The cases are chosen so that the
+// launcher's own choice (sm100_choice.h; the SM90 heuristics) lands on each compiled variant
+// (the 12 of SM100, the 5 tiles and the small-M kernel of SM90); each case records the variant
+// that choice predicts, and the runner lets the call use only that one.
 #include "gemm/qualification.h"
 
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "heuristics_sm90.h"
 #include "sm100/sm100_choice.h"
 #include "sm100/sm100_split.h"
 #include "sm100/sm100_variant.h"
+#include "sm90/sm90_variant.h"
+#include "sm90/small_m_gemm.h"
 
 namespace gemm::kernel {
 namespace {
+
+// Opt-in shared memory per block of the SM90 devices (H100, H200): 227 KiB. Should a device
+// with another value make the launcher choose another tile, its case fails loudly (the runner
+// allows only the predicted variant) instead of qualifying the wrong one.
+constexpr int kSm90SmemOptin = 232448;
 
 QualificationProblem P(int64_t m, int64_t n, int64_t k, BLayout layout,
                        DType out = DType::kBF16, float alpha = 1.0f, float beta = 0.0f) {
@@ -74,14 +87,65 @@ std::vector<QualificationCase> Sm100Cases(int sm_count) {
   return cases;
 }
 
-// The SM90 family qualifies as one variant (index 0) over the shapes its heuristics split into
-// its tile configurations, the small-M kernel and the tail split-K.
-std::vector<QualificationCase> Sm90Cases() {
+// The SM90 variant (sm90/sm90_variant.h) a case runs, as the dispatch and the launcher will
+// choose it: the small-M kernel for M <= kSmallMMaxRows, else the tile of ChooseConfig (one
+// problem) or ChooseGroupConfig (a group, members in launch order).
+int Sm90VariantOf(const QualificationCase& c, int sm_count) {
+  const QualificationProblem& p = c.problems[0];
+  const bool f32 = p.d_dtype == DType::kFP32, kn = p.b_layout == BLayout::kKN;
+  sm90::TileConfig cfg;
+  if (c.problems.size() > 1) {
+    std::vector<sm90::GroupMember> members;
+    for (const QualificationProblem& q : c.problems) members.push_back({q.m, q.n, q.k});
+    std::stable_sort(members.begin(), members.end(), [](const auto& x, const auto& y) {
+      return x.k != y.k ? x.k > y.k : x.n > y.n;
+    });
+    cfg = sm90::ChooseGroupConfig(members, f32, kn, sm_count, kSm90SmemOptin);
+  } else {
+    if (p.m >= 1 && p.m <= sm90::kSmallMMaxRows) return sm90::kSmallMVariant;
+    sm90::ShapeQuery q;
+    q.m = p.m, q.n = p.n, q.k = p.k, q.batch = c.batch, q.fp32_out = f32, q.b_kn = kn;
+    cfg = sm90::ChooseConfig(q, sm_count, kSm90SmemOptin);
+  }
+  return sm90::TileVariant(cfg.block_m, cfg.block_n);
+}
+
+// A case (one problem, else a group of two) that the choice sends to tile variant `v` with this
+// B layout and output dtype on `sm_count` SMs, searched over a grid of shapes.
+std::optional<QualificationCase> FindSm90Case(int v, BLayout layout, DType out, int sm_count) {
+  const std::string tag = std::string(layout == BLayout::kKN ? " kn" : " nk") +
+                          (out == DType::kBF16 ? " bf16" : " fp32") + " (" +
+                          sm90::VariantName(v) + ")";
+  for (int64_t m : {32, 64, 96, 128, 192, 256, 512, 1024, 1536, 2048}) {
+    for (int64_t n = 128; n <= 20480; n += 128) {
+      QualificationCase c{std::to_string(m) + "x" + std::to_string(n) + "x1024" + tag,
+                          {P(m, n, 1024, layout, out)}};
+      if (Sm90VariantOf(c, sm_count) == v) return c;
+    }
+  }
+  for (int64_t m : {32, 64, 128}) {
+    for (int64_t n = 128; n <= 20480; n += 128) {
+      QualificationCase c{"group " + std::to_string(m) + "x" + std::to_string(n) + "x1024, " +
+                              std::to_string(m / 2) + "x" + std::to_string(n) + "x512" + tag,
+                          {P(m, n, 1024, layout, out), P(m / 2, n, 512, layout, out)}};
+      if (Sm90VariantOf(c, sm_count) == v) return c;
+    }
+  }
+  return std::nullopt;
+}
+
+// SM90: shapes the heuristics send to the tile variants, the small-M kernel and the tail
+// split-K; then, for every tile variant the choice can reach on this device, a case in each B
+// layout and output dtype not yet covered.
+std::vector<QualificationCase> Sm90Cases(int sm_count) {
   using enum BLayout;
   const DType f32 = DType::kFP32;
   std::vector<QualificationCase> cases = {
       {"256x256x256 kn bf16", {P(256, 256, 256, kKN)}},
       {"16x4096x4096 nk bf16 (decode, small-M kernel)", {P(16, 4096, 4096, kNK)}},
+      {"8x2048x1024 kn fp32 alpha=0.5 beta=1 (small-M kernel)",
+       {P(8, 2048, 1024, kKN, f32, 0.5f, 1.0f)}},
+      {"3x 12x1024x512 kn bf16 (small-M kernel, batched)", {P(12, 1024, 512, kKN)}, 3},
       {"48x4096x4096 kn bf16 (decode, WGMMA)", {P(48, 4096, 4096, kKN)}},
       {"1000x520x136 kn fp32 alpha=0.5 beta=1", {P(1000, 520, 136, kKN, f32, 0.5f, 1.0f)}},
       {"3x 320x1024x1024 nk bf16 (strided)", {P(320, 1024, 1024, kNK)}, 3},
@@ -92,7 +156,20 @@ std::vector<QualificationCase> Sm90Cases() {
       {"group 128x256x512, 64x128x256, 300x200x104 nk bf16",
        {P(128, 256, 512, kNK), P(64, 128, 256, kNK), P(300, 200, 104, kNK)}},
   };
-  for (QualificationCase& c : cases) c.variants = {0};
+  for (QualificationCase& c : cases) c.variants = {Sm90VariantOf(c, sm_count)};
+  for (int v = 0; v < sm90::kNumTileVariants; ++v) {
+    for (const auto& [layout, out] : {std::pair{kKN, DType::kBF16}, std::pair{kNK, f32}}) {
+      const bool covered = std::any_of(cases.begin(), cases.end(), [&](const auto& c) {
+        return c.variants[0] == v && c.problems[0].b_layout == layout &&
+               c.problems[0].d_dtype == out;
+      });
+      if (covered) continue;
+      std::optional<QualificationCase> found = FindSm90Case(v, layout, out, sm_count);
+      if (!found) continue;
+      found->variants = {v};
+      cases.push_back(*std::move(found));
+    }
+  }
   return cases;
 }
 
@@ -105,7 +182,7 @@ std::vector<std::string> NativeVariantNames(KernelKind kind) {
       names.push_back(sm100::VariantName(sm100::VariantAt(i)));
     }
   } else if (kind == KernelKind::kSm90) {
-    names.push_back("sm90.wgmma_family");
+    for (int i = 0; i < sm90::kNumVariants; ++i) names.push_back(sm90::VariantName(i));
   }
   return names;
 }
@@ -117,7 +194,7 @@ uint64_t AllVariants(KernelKind kind) {
 
 std::vector<QualificationCase> QualificationCases(KernelKind kind, int sm_count) {
   if (kind == KernelKind::kSm100) return Sm100Cases(sm_count);
-  if (kind == KernelKind::kSm90) return Sm90Cases();
+  if (kind == KernelKind::kSm90) return Sm90Cases(sm_count);
   return {{"256x256x256 kn bf16 (cublaslt vs float64)", {P(256, 256, 256, BLayout::kKN)}}};
 }
 
