@@ -13,8 +13,8 @@
 #include "reference/cublaslt_gemm.h"
 #include "sm100/sm100_gemm.h"
 #include "sm90/sm90_gemm.h"
-#include "sm90/small_m_gemm.h"
 #include "sm90/sm90_variant.h"
+#include "sm90/small_m_gemm.h"
 #include "validate.h"
 
 namespace gemm::kernel {

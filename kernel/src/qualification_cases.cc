@@ -2,12 +2,11 @@
 // launcher's own choice (sm100_choice.h; the SM90 heuristics) lands on each compiled variant
 // (the 12 of SM100, the 5 tiles and the small-M kernel of SM90); each case records the variant
 // that choice predicts, and the runner lets the call use only that one.
-#include "gemm/qualification.h"
-
 #include <algorithm>
 #include <optional>
 #include <utility>
 
+#include "gemm/qualification.h"
 #include "heuristics_sm90.h"
 #include "sm100/sm100_choice.h"
 #include "sm100/sm100_split.h"
@@ -23,8 +22,8 @@ namespace {
 // allows only the predicted variant) instead of qualifying the wrong one.
 constexpr int kSm90SmemOptin = 232448;
 
-QualificationProblem P(int64_t m, int64_t n, int64_t k, BLayout layout,
-                       DType out = DType::kBF16, float alpha = 1.0f, float beta = 0.0f) {
+QualificationProblem P(int64_t m, int64_t n, int64_t k, BLayout layout, DType out = DType::kBF16,
+                       float alpha = 1.0f, float beta = 0.0f) {
   return {m, n, k, layout, out, alpha, beta};
 }
 
@@ -35,9 +34,15 @@ int Sm100VariantOf(const QualificationCase& c, int sm_count) {
     return sm100::VariantIndex(
         sm100::KeyOf(p.b_layout == BLayout::kKN, p.d_dtype == DType::kFP32, false));
   }
-  sm100::BatchQuery q{.m = p.m, .n = p.n, .k = p.k, .batch = c.batch,
-                      .b_kn = p.b_layout == BLayout::kKN, .out_f32 = p.d_dtype == DType::kFP32,
-                      .alpha = p.alpha, .beta = p.beta, .resident_clusters = sm_count / 2,
+  sm100::BatchQuery q{.m = p.m,
+                      .n = p.n,
+                      .k = p.k,
+                      .batch = c.batch,
+                      .b_kn = p.b_layout == BLayout::kKN,
+                      .out_f32 = p.d_dtype == DType::kFP32,
+                      .alpha = p.alpha,
+                      .beta = p.beta,
+                      .resident_clusters = sm_count / 2,
                       .forced_m_waves = c.m_waves,
                       .scratch_bytes = c.batch == 1 && p.m <= sm100::kSmallM
                                            ? sm100::SplitWorkspaceBytes(p.m, p.n)
@@ -52,7 +57,8 @@ std::vector<QualificationCase> Sm100Cases(int sm_count) {
       // Small M (swap-AB). Batched: no split-K, the BF16/FP32 epilogues themselves.
       {"3x 64x1024x512 nk bf16 (small M, batched)", {P(64, 1024, 512, kNK)}, 3},
       {"2x 100x512x256 kn bf16 alpha=0.5 beta=1 (small M, in-kernel beta)",
-       {P(100, 512, 256, kKN, DType::kBF16, 0.5f, 1.0f)}, 2},
+       {P(100, 512, 256, kKN, DType::kBF16, 0.5f, 1.0f)},
+       2},
       {"2x 48x512x256 nk fp32 beta=1 (small M)", {P(48, 512, 256, kNK, f32, 1.0f, 1.0f)}, 2},
       {"2x 128x768x320 kn fp32 (small M)", {P(128, 768, 320, kKN, f32)}, 2},
       // Single small-M problems: split-K partials (FP32 variant) and the split reduction.
@@ -68,7 +74,10 @@ std::vector<QualificationCase> Sm100Cases(int sm_count) {
       {"1024x512x2048 nk bf16 (2 M-waves)", {P(1024, 512, 2048, kNK)}, 1, false, 2},
       {"1024x512x2048 kn bf16 (2 M-waves)", {P(1024, 512, 2048, kKN)}, 1, false, 2},
       {"1536x768x1024 nk fp32 beta=1 (2 M-waves)",
-       {P(1536, 768, 1024, kNK, f32, 1.0f, 1.0f)}, 1, false, 2},
+       {P(1536, 768, 1024, kNK, f32, 1.0f, 1.0f)},
+       1,
+       false,
+       2},
       {"1024x512x2048 kn fp32 (2 M-waves)", {P(1024, 512, 2048, kKN, f32)}, 1, false, 2},
       // Grouped: tensor maps read from global memory.
       {"group 128x256x512, 64x128x256, 300x200x104 nk bf16",
@@ -81,7 +90,9 @@ std::vector<QualificationCase> Sm100Cases(int sm_count) {
       {"2x 64x1024x512 kn fp32 (small M, CLC)", {P(64, 1024, 512, kKN, f32)}, 2, true},
       {"1024x512x2048 nk fp32 (2 M-waves, CLC)", {P(1024, 512, 2048, kNK, f32)}, 1, true, 2},
       {"group 128x256x512, 300x200x104 nk bf16 (CLC)",
-       {P(128, 256, 512, kNK), P(300, 200, 104, kNK)}, 1, true},
+       {P(128, 256, 512, kNK), P(300, 200, 104, kNK)},
+       1,
+       true},
   };
   for (QualificationCase& c : cases) c.variants = {Sm100VariantOf(c, sm_count)};
   return cases;
@@ -114,8 +125,8 @@ int Sm90VariantOf(const QualificationCase& c, int sm_count) {
 // B layout and output dtype on `sm_count` SMs, searched over a grid of shapes.
 std::optional<QualificationCase> FindSm90Case(int v, BLayout layout, DType out, int sm_count) {
   const std::string tag = std::string(layout == BLayout::kKN ? " kn" : " nk") +
-                          (out == DType::kBF16 ? " bf16" : " fp32") + " (" +
-                          sm90::VariantName(v) + ")";
+                          (out == DType::kBF16 ? " bf16" : " fp32") + " (" + sm90::VariantName(v) +
+                          ")";
   for (int64_t m : {32, 64, 96, 128, 192, 256, 512, 1024, 1536, 2048}) {
     for (int64_t n = 128; n <= 20480; n += 128) {
       QualificationCase c{std::to_string(m) + "x" + std::to_string(n) + "x1024" + tag,

@@ -81,16 +81,17 @@ int main(int argc, char** argv) {
   for (const auto& c : cases) specs.push_back({c.name, c.variants});
   const std::vector<std::string> names = kernel::NativeVariantNames(*kind);
   const gpu::CaseRunOptions options{.kind = *kind, .force_mismatch = force_mismatch};
-  core::RunCases(names, specs,
-                 [&](int i, std::string* detail) {
-                   setenv("GEMM_SM100_CLC", cases[i].clc ? "1" : "0", 1);
-                   setenv("GEMM_SM100_M_WAVES", std::to_string(cases[i].m_waves).c_str(), 1);
-                   absl::Status st = gpu::RunQualificationCase(cases[i], options, detail);
-                   if (!st.ok() && record != nullptr && record->fired != 0) {
-                     *detail += "; " + kernel::DescribeWaitTimeout(*record);
-                   }
-                   return st;
-                 },
-                 first, STDOUT_FILENO);
+  core::RunCases(
+      names, specs,
+      [&](int i, std::string* detail) {
+        setenv("GEMM_SM100_CLC", cases[i].clc ? "1" : "0", 1);
+        setenv("GEMM_SM100_M_WAVES", std::to_string(cases[i].m_waves).c_str(), 1);
+        absl::Status st = gpu::RunQualificationCase(cases[i], options, detail);
+        if (!st.ok() && record != nullptr && record->fired != 0) {
+          *detail += "; " + kernel::DescribeWaitTimeout(*record);
+        }
+        return st;
+      },
+      first, STDOUT_FILENO);
   return 0;
 }

@@ -3,13 +3,12 @@
 // the 12 compiled variants, and the list covers both layouts, both output dtypes, beta, grouped,
 // batched, split-K and Cluster Launch Control on and off; on SM90 devices every tile variant runs
 // in both layouts and both output dtypes, and the small-M kernel runs.
-#include "gemm/qualification.h"
-
 #include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "gemm/qualification.h"
 #include "gtest/gtest.h"
 
 namespace gemm::kernel {

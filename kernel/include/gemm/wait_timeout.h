@@ -36,15 +36,15 @@ WaitSite WaitSiteFromName(const std::string& name);
 
 // What the first timed-out wait wrote. Lives in mapped pinned host memory.
 struct WaitTimeoutRecord {
-  uint32_t fired;          // 1 once a wait timed out
-  uint32_t site;           // WaitSite
-  uint32_t barrier;        // the barrier's shared-memory address
-  uint32_t parity;         // the phase parity it waited for
-  uint32_t tile;           // the kernel's tile/work-unit id at the wait (0xffffffff: none)
-  uint32_t block[3];       // blockIdx
-  uint32_t thread;         // threadIdx.x
-  uint32_t injected;       // 1: the wait was made to never complete (test hook)
-  uint64_t waited_ns;      // how long it waited
+  uint32_t fired;      // 1 once a wait timed out
+  uint32_t site;       // WaitSite
+  uint32_t barrier;    // the barrier's shared-memory address
+  uint32_t parity;     // the phase parity it waited for
+  uint32_t tile;       // the kernel's tile/work-unit id at the wait (0xffffffff: none)
+  uint32_t block[3];   // blockIdx
+  uint32_t thread;     // threadIdx.x
+  uint32_t injected;   // 1: the wait was made to never complete (test hook)
+  uint64_t waited_ns;  // how long it waited
 };
 
 // Whether this kernel library was compiled with bounded waits.

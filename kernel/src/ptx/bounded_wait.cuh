@@ -72,7 +72,7 @@ static __device__ __forceinline__ uint64_t GlobalTimerNs() {
 // Writes the record (first timed-out thread of the grid only), makes it visible to the host and
 // traps. Other timed-out threads give the writer a moment before trapping themselves.
 static __device__ __noinline__ void WaitTimedOut(uint32_t bar, uint32_t parity, uint32_t site,
-                                          uint32_t tile, uint64_t waited_ns, bool injected) {
+                                                 uint32_t tile, uint64_t waited_ns, bool injected) {
   WaitTimeoutRecord* r = g_wait_timeout_config.record;
   if (r != nullptr && atomicCAS(&g_wait_timeout_claimed, 0u, 1u) == 0u) {
     volatile WaitTimeoutRecord* v = r;
@@ -103,7 +103,7 @@ static __device__ __noinline__ void WaitTimedOut(uint32_t bar, uint32_t parity, 
 // one copy per kernel module.
 template <bool kClusterAcquire>
 static __device__ __noinline__ void MbarWaitBounded(uint32_t bar, uint32_t parity, uint32_t site,
-                                             uint32_t tile, bool injected) {
+                                                    uint32_t tile, bool injected) {
   const uint64_t start = GlobalTimerNs();
   for (;;) {
     if (MbarTryWaitParity<kClusterAcquire>(bar, parity) && !injected) return;
@@ -117,7 +117,7 @@ static __device__ __noinline__ void MbarWaitBounded(uint32_t bar, uint32_t parit
 // One try_wait inline; everything else (the timed loop, the injected hang) in the slow path.
 template <bool kClusterAcquire>
 static __device__ __forceinline__ void MbarWaitParity(uint32_t bar, uint32_t parity, WaitSite site,
-                                               uint32_t tile) {
+                                                      uint32_t tile) {
   const bool injected = g_wait_timeout_config.inject_site == static_cast<uint32_t>(site) &&
                         site != WaitSite::kUnnamed;
   if (MbarTryWaitParity<kClusterAcquire>(bar, parity) && !injected) return;
@@ -129,8 +129,7 @@ static __device__ __forceinline__ void MbarWaitParity(uint32_t bar, uint32_t par
 // NOTE: the spin stays inside one asm block (as before the bounded option existed), so the
 // server's kernels are unchanged by it.
 template <bool kClusterAcquire>
-__device__ __forceinline__ void MbarWaitParity(uint32_t bar, uint32_t parity, WaitSite,
-                                               uint32_t) {
+__device__ __forceinline__ void MbarWaitParity(uint32_t bar, uint32_t parity, WaitSite, uint32_t) {
   if constexpr (kClusterAcquire) {
     asm volatile(
         "{\n\t.reg .pred done;\n\t"

@@ -1,5 +1,6 @@
 // mbarrier wrappers (SM90+): init, arrive (local, remote-in-cluster, with expected bytes) and
-// parity wait (bounded in the GEMM_MBARRIER_TIMEOUT_NS build). Addresses are 32-bit shared-memory addresses (cvta to shared).
+// parity wait (bounded in the GEMM_MBARRIER_TIMEOUT_NS build). Addresses are 32-bit shared-memory
+// addresses (cvta to shared).
 #pragma once
 
 #include <cstdint>

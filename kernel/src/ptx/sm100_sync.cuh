@@ -38,10 +38,10 @@ __device__ __forceinline__ void MbarrierWait(uint32_t bar, uint32_t parity,
 // fence (MEMBAR) before every arrive, once per pipeline stage.
 __device__ __forceinline__ void MbarrierArriveExpectTxCluster(uint32_t cluster_bar,
                                                               uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cluster.b64 _, [%0], %1;" ::"r"(
-                   cluster_bar),
-               "r"(bytes)
-               : "memory");
+  asm volatile(
+      "mbarrier.arrive.expect_tx.release.cta.shared::cluster.b64 _, [%0], %1;" ::"r"(cluster_bar),
+      "r"(bytes)
+      : "memory");
 }
 
 // Arrive + expect `bytes` on a local barrier.

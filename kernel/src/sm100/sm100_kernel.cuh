@@ -224,8 +224,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
         const int32_t x0 = tile.block_x * Cfg::kClusterBlockX + rank * Cfg::kRowsX;
         const int32_t y0 = tile.block_y * Cfg::kClusterBlockY + rank * Cfg::kRowsY;
         for (int32_t kb = 0; kb < tile.num_k_blocks; ++kb) {
-          ptx::MbarrierWait(empty_bar(st.index), st.ProducerParity(),
-                            WaitSite::kSm100ProducerEmpty, TileTag(tile));
+          ptx::MbarrierWait(empty_bar(st.index), st.ProducerParity(), WaitSite::kSm100ProducerEmpty,
+                            TileTag(tile));
           const uint32_t leader_full = ptx::MapaShared(full_bar(st.index), 0);
           ptx::MbarrierArriveExpectTxCluster(leader_full, Cfg::kStageBytes);
           const int32_t k0 = (tile.k_block_begin + kb) * Cfg::kBlockK;
@@ -239,8 +239,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       // NOTE: the leader's MMA warp commits to our "empty" barriers; wait for the last lap of
       // commits so no remote arrive targets this CTA's shared memory after it exits.
       for (int s = 0; s < kStages; ++s) {
-        ptx::MbarrierWait(empty_bar(st.index), st.ProducerParity(),
-                          WaitSite::kSm100ProducerDrain);
+        ptx::MbarrierWait(empty_bar(st.index), st.ProducerParity(), WaitSite::kSm100ProducerDrain);
         st.Advance();
       }
     }
@@ -343,8 +342,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
             ptx::MbarrierArriveExpectTx(bar, Cfg::kEpiChunkBytes);
             ptx::TmaLoad3d(stage_addr, &maps->c, c0, c1, batch, bar);
           }
-          ptx::MbarrierWait(bar, (c_phases >> buf) & 1u, WaitSite::kSm100EpilogueC,
-                            TileTag(tile));
+          ptx::MbarrierWait(bar, (c_phases >> buf) & 1u, WaitSite::kSm100EpilogueC, TileTag(tile));
           c_phases ^= 1u << buf;
         }
 

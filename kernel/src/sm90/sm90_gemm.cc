@@ -438,9 +438,8 @@ namespace {
 absl::Status CheckQualified(const TileConfig& cfg, uint64_t usable_variants) {
   const int v = TileVariant(cfg.block_m, cfg.block_n);
   if (VariantAllowed(usable_variants, v)) return absl::OkStatus();
-  return absl::UnimplementedError(
-      absl::StrCat("sm90: variant ", v < 0 ? "unknown" : VariantName(v),
-                   " is not qualified on this device"));
+  return absl::UnimplementedError(absl::StrCat("sm90: variant ", v < 0 ? "unknown" : VariantName(v),
+                                               " is not qualified on this device"));
 }
 
 }  // namespace
@@ -481,9 +480,9 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   for (std::size_t first = 0; first < sorted.size(); first += kMaxGroupPerLaunch) {
     const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, sorted.size() - first);
     int debug_flags = 0;
-    GEMM_ASSIGN_OR_RETURN(const TileConfig cfg,
-                          GroupConfigFor(std::span(sorted.data() + first, count), limits,
-                                         &debug_flags));
+    GEMM_ASSIGN_OR_RETURN(
+        const TileConfig cfg,
+        GroupConfigFor(std::span(sorted.data() + first, count), limits, &debug_flags));
     GEMM_RETURN_IF_ERROR(CheckQualified(cfg, opts.usable_variants));
   }
   for (std::size_t first = 0; first < sorted.size(); first += kMaxGroupPerLaunch) {
