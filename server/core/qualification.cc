@@ -13,6 +13,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -43,27 +44,37 @@ struct CaseRecord {
   std::vector<int> variants;
   enum { kPending, kPassed, kFailed } state = kPending;
   std::string detail;
+  std::string reason;  // kFailureReasons, when failed
 };
 
 // The parent's state across children.
 struct Supervision {
   std::map<int, std::string> variant_names;
   std::map<int, CaseRecord> cases;
-  int total_cases = -1;  // announced by the child; -1 until then
-  int current = -1;      // case started and not finished in the running child
+  int total_cases = -1;   // announced by the child; -1 until then
+  int current = -1;       // case started and not finished in the running child
   int first_failed = -1;  // first case that failed in the running child
   std::vector<std::string> log;
 
-  void Fail(int index, std::string why) {
+  void Fail(int index, std::string why, const char* reason) {
     CaseRecord& c = cases[index];
     c.state = CaseRecord::kFailed;
     c.detail = std::move(why);
+    c.reason = reason;
     log.push_back(absl::StrCat("case ", index, " (", c.name, "): FAILED: ", c.detail));
     if (first_failed < 0) first_failed = index;
     if (current == index) current = -1;
   }
   void Parse(absl::string_view line);
 };
+
+// The reason word of a failed result line, from the status the child wrote (Status::ToString
+// starts with the code's name).
+const char* ReasonOfStatusText(absl::string_view status_text) {
+  if (absl::StartsWith(status_text, "DATA_LOSS")) return "mismatch";
+  if (absl::StartsWith(status_text, "UNIMPLEMENTED")) return "refused";
+  return "error";
+}
 
 void Supervision::Parse(absl::string_view line) {
   std::vector<absl::string_view> f = absl::StrSplit(line, absl::MaxSplits(' ', 3));
@@ -91,7 +102,7 @@ void Supervision::Parse(absl::string_view line) {
       log.push_back(absl::StrCat("case ", index, " (", c.name, "): passed: ", detail));
       if (current == index) current = -1;
     } else {
-      Fail(index, detail);
+      Fail(index, detail, ReasonOfStatusText(detail));
     }
   }
 }
@@ -123,7 +134,7 @@ int Supervise(pid_t pid, int fd, const QualificationOptions& options, absl::Time
                 : absl::StrCat("timed out after ", absl::FormatDuration(options.case_deadline),
                                " (child killed)");
       if (s.current >= 0) {
-        s.Fail(s.current, why);
+        s.Fail(s.current, why, "timeout");
       } else {
         s.log.push_back(absl::StrCat("child stalled between cases: ", why));
       }
@@ -147,7 +158,9 @@ int Supervise(pid_t pid, int fd, const QualificationOptions& options, absl::Time
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (s.current >= 0) s.Fail(s.current, absl::StrCat("child died in the case: ", DescribeExit(status)));
+  if (s.current >= 0) {
+    s.Fail(s.current, absl::StrCat("child died in the case: ", DescribeExit(status)), "crashed");
+  }
   return status;
 }
 
@@ -185,16 +198,25 @@ QualificationReport Verdicts(Supervision& s) {
       if (std::find(c.variants.begin(), c.variants.end(), v) == c.variants.end()) continue;
       if (c.state == CaseRecord::kPassed) ++passed;
       if (c.state != CaseRecord::kPassed && failure.empty()) {
-        failure = absl::StrCat("case '", c.name, "': ",
-                               c.state == CaseRecord::kFailed ? c.detail : "never finished");
+        failure = absl::StrCat("case '", c.name,
+                               "': ", c.state == CaseRecord::kFailed ? c.detail : "never finished");
+        out.reason = c.state == CaseRecord::kFailed ? c.reason : "not_run";
       }
     }
     const bool all_ran = s.total_cases >= 0 && static_cast<int>(s.cases.size()) >= s.total_cases;
     if (failure.empty() && !all_ran) failure = "qualification ended before every case ran";
     if (failure.empty() && passed == 0) failure = "no qualification case runs it";
     out.usable = failure.empty();
+    if (!out.usable && out.reason.empty()) out.reason = "not_run";
     out.detail = out.usable ? absl::StrCat("passed ", passed, " cases") : failure;
     report.variants.push_back(std::move(out));
+  }
+  for (const auto& [index, c] : s.cases) {
+    const bool passed = c.state == CaseRecord::kPassed;
+    report.cases.push_back({c.name, passed,
+                            passed                           ? ""
+                            : c.state == CaseRecord::kFailed ? c.reason
+                                                             : "not_run"});
   }
   return report;
 }
@@ -206,14 +228,14 @@ void WriteVariant(int fd, int index, const std::string& name) {
 }
 
 void WriteCase(int fd, int index, const CaseSpec& spec) {
-  WriteLine(fd, absl::StrCat("case ", index, " ", absl::StrJoin(spec.variants, ","), " ",
-                             spec.name));
+  WriteLine(fd,
+            absl::StrCat("case ", index, " ", absl::StrJoin(spec.variants, ","), " ", spec.name));
 }
 
 void WriteResult(int fd, int index, const absl::Status& status, const std::string& detail) {
-  WriteLine(fd, status.ok() ? absl::StrCat("result ", index, " ok ", detail)
-                            : absl::StrCat("result ", index, " fail ", status.ToString(), ": ",
-                                           detail));
+  WriteLine(fd, status.ok()
+                    ? absl::StrCat("result ", index, " ok ", detail)
+                    : absl::StrCat("result ", index, " fail ", status.ToString(), ": ", detail));
 }
 
 void RunCases(std::span<const std::string> variant_names, std::span<const CaseSpec> cases,

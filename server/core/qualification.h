@@ -55,15 +55,32 @@ struct QualificationOptions {
   absl::Duration total_deadline = absl::Seconds(120);
 };
 
+// Why a case or variant failed, as a short fixed word (a bounded metrics label): "timeout" (a
+// deadline passed; the child was killed), "crashed" (the child died in the case), "mismatch"
+// (the runner returned DATA_LOSS: wrong numbers), "refused" (UNIMPLEMENTED: the launcher chose
+// another variant), "error" (any other failure status, e.g. a CUDA error), "not_run" (the case
+// never finished: no child, or the run ended first).
+inline constexpr const char* kFailureReasons[] = {"timeout", "crashed", "mismatch",
+                                                  "refused", "error",   "not_run"};
+
 // Verdict on one variant.
 struct VariantVerdict {
   std::string name;
   bool usable = false;
   std::string detail;  // the cases it passed, or why it is unusable
+  std::string reason;  // empty when usable, else one of kFailureReasons
+};
+
+// Outcome of one case.
+struct CaseOutcome {
+  std::string name;
+  bool passed = false;
+  std::string reason;  // empty when passed, else one of kFailureReasons
 };
 
 struct QualificationReport {
   std::vector<VariantVerdict> variants;  // index order, as the child announced them
+  std::vector<CaseOutcome> cases;        // index order, the cases the child announced
   std::vector<std::string> log;          // one line per case: passed, failed, timed out, killed
   int children = 0;                      // child processes started
   // Bit i set when variant i is usable (variants past 63 are not represented).

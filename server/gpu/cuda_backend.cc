@@ -14,7 +14,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
-#include "common/status_macros.h"
 #include "gemm/kernel.h"
 #include "server/core/validation.h"
 #include "server/gpu/cuda_util.h"
@@ -86,6 +85,7 @@ class CudaBackend final : public core::Backend {
         kv.usable = first_v ? v.usable : (kv.usable && v.usable);
         kv.detail = absl::StrCat(kv.detail, kv.detail.empty() ? "" : "; ", "device ",
                                  dev->ordinal(), ": ", v.detail);
+        if (!v.usable && kv.reason.empty()) kv.reason = v.reason;
       }
     }
     const std::string lt = kernel::KernelName(kernel::KernelKind::kCublasLt);
@@ -296,10 +296,9 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
     bool usable = true;
     std::string detail = "qualification skipped";
     if (options.self_test) {
-      GEMM_ASSIGN_OR_RETURN(DeviceQualification q,
-                            QualifyDevice(i, *sel, QualificationOptionsOf(options)));
+      DeviceQualification q = QualifyDevice(i, *sel, QualificationOptionsOf(options));
       detail = q.summary;
-      if (*sel == kernel::KernelKind::kCublasLt && !q.cublaslt_ok) {
+      if (q.cublaslt_wrong) {
         // Nothing to fall back to: the device cannot serve correct results.
         GEMM_LOG(ERROR) << "device " << i << ": cuBLASLt qualification FAILED: " << detail;
         return absl::InternalError(absl::StrCat("device ", i, " qualification: ", detail));

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "gemm/kernel.h"
 #include "server/core/backend.h"
@@ -28,13 +27,16 @@ struct DeviceQualificationOptions {
 struct DeviceQualification {
   uint64_t usable_variants = 0;  // bit i: variant i passed (LaunchOptions::usable_variants)
   std::vector<core::KernelDescription> verdicts;  // one per native variant
-  bool cublaslt_ok = false;                       // kCublasLt devices: cuBLASLt vs float64
-  std::string summary;                            // one line for the log and GetServerInfo
+  bool cublaslt_ok = false;     // kCublasLt devices: cuBLASLt matched float64
+  bool cublaslt_wrong = false;  // kCublasLt devices: cuBLASLt computed wrong numbers
+  std::string summary;          // one line for the log and GetServerInfo
 };
 
 // Qualifies `kind` (the device's selected kernel) on `device`. Blocking, bounded by the total
-// deadline plus one case deadline. Logs one line per case. Fails only when no child can start.
-absl::StatusOr<DeviceQualification> QualifyDevice(int device, kernel::KernelKind kind,
-                                                  const DeviceQualificationOptions& options);
+// deadline plus one case deadline. Logs one line per case. Never fails: when no child can run
+// (no gemm_qualify, fork failure) every native variant is unusable ("not_run") and the device
+// serves through cuBLASLt.
+DeviceQualification QualifyDevice(int device, kernel::KernelKind kind,
+                                  const DeviceQualificationOptions& options);
 
 }  // namespace gemm::gpu

@@ -4,6 +4,7 @@
 // self-test fallback. Skipped at run time without a GPU.
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "common/bf16.h"
 #include "common/reference_gemm.h"
+#include "gemm/kernel.h"
 #include "gtest/gtest.h"
 #include "server/gpu/cuda_backend.h"
 #include "tests/gpu/engine_test_util.h"
@@ -825,6 +827,101 @@ TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
   EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
 }
 
+// The native variants in a description (names "family.variant"), by name.
+std::vector<core::KernelDescription> Variants(const core::BackendDescription& d) {
+  std::vector<core::KernelDescription> out;
+  for (const auto& k : d.kernels) {
+    if (k.name.find('.') != std::string::npos) out.push_back(k);
+  }
+  return out;
+}
+
+TEST_F(EngineTest, QualificationPassesForEveryVariantOfThisGpu) {
+  CudaBackendOptions o;
+  o.self_test = true;
+  o.qualify_binary = GEMM_QUALIFY_BINARY;
+  o.staging_bytes = 64 << 20;
+  Harness h(o);
+  ASSERT_NE(h.backend, nullptr);
+  const std::vector<core::KernelDescription> variants = Variants(h.backend->Describe());
+  if (variants.empty()) GTEST_SKIP() << "this GPU has no native kernel";
+  for (const auto& v : variants) {
+    GTEST_LOG_(INFO) << "variant " << v.name << " usable=" << v.usable << ": " << v.detail;
+    EXPECT_TRUE(v.usable) << v.name << " (" << v.reason << "): " << v.detail;
+  }
+}
+
+// GEMM_QUALIFY_INJECT_HANG makes one mbarrier wait of the bounded-wait kernels in gemm_qualify
+// never complete: every variant whose cases reach it must come back as a precise timeout record
+// (not a dead GPU), start-up must finish within the deadline, and the device must serve
+// correct results through cuBLASLt.
+TEST_F(EngineTest, InjectedNeverCompletingBarrierIsReportedAndServedThroughCublasLt) {
+  const auto sel = kernel::SelectKernel(0);
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  const char* site = *sel == kernel::KernelKind::kSm90    ? "sm90.consumer_full"
+                     : *sel == kernel::KernelKind::kSm100 ? "sm100.mma_full"
+                                                          : nullptr;
+  if (site == nullptr) GTEST_SKIP() << "this GPU has no native kernel";
+  setenv("GEMM_QUALIFY_INJECT_HANG", site, 1);  // inherited by the gemm_qualify children
+  CudaBackendOptions o;
+  o.self_test = true;
+  o.qualify_binary = GEMM_QUALIFY_BINARY;
+  o.qualification_case_deadline_s = 20;
+  o.qualification_deadline_s = 90;
+  o.staging_bytes = 64 << 20;
+  const absl::Time start = absl::Now();
+  Harness h(o);
+  unsetenv("GEMM_QUALIFY_INJECT_HANG");
+  ASSERT_NE(h.backend, nullptr);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(100));
+  int reported = 0;
+  for (const auto& v : Variants(h.backend->Describe())) {
+    GTEST_LOG_(INFO) << "variant " << v.name << " usable=" << v.usable << " (" << v.reason
+                     << "): " << v.detail;
+    if (v.usable) continue;  // e.g. sm90.small_m: no mbarrier
+    EXPECT_NE(v.detail.find(std::string("mbarrier wait ") + site), std::string::npos) << v.detail;
+    EXPECT_NE(v.detail.find("injected"), std::string::npos) << v.detail;
+    ++reported;
+  }
+  EXPECT_GT(reported, 0);
+  core::GemmRequest r;
+  core::Problem p = MakeProblem(256, 512, 384, core::BLayout::kNK, core::DType::kBF16);
+  HostOperands ops;
+  FillRandom(p, ops, gen_, false);
+  r.problems = {p};
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+}
+
+TEST_F(EngineTest, MissingQualifyBinaryStartsAndServesThroughCublasLt) {
+  CudaBackendOptions o;
+  o.self_test = true;
+  o.qualify_binary = "/nonexistent/gemm_qualify";
+  o.staging_bytes = 64 << 20;
+  Harness h(o);
+  ASSERT_NE(h.backend, nullptr);  // the server starts
+  core::BackendDescription d = h.backend->Describe();
+  ASSERT_FALSE(d.devices.empty());
+  bool native = false;
+  for (const auto& k : d.kernels) {
+    if (k.name.find('.') == std::string::npos) continue;
+    native = true;
+    EXPECT_FALSE(k.usable) << k.name;
+    EXPECT_EQ(k.reason, "not_run") << k.name << ": " << k.detail;
+  }
+  if (native) EXPECT_EQ(d.devices[0].kernel, "cublaslt");
+  core::GemmRequest r;
+  core::Problem p = MakeProblem(128, 256, 512, core::BLayout::kNK, core::DType::kBF16);
+  HostOperands ops;
+  FillRandom(p, ops, gen_, false);
+  r.problems = {p};
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->kernel, "cublaslt");
+  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+}
+
 TEST_F(EngineTest, ForcedSelfTestMismatchServesThroughCublasLt) {
   CudaBackendOptions o;
   o.self_test = true;
@@ -834,17 +931,22 @@ TEST_F(EngineTest, ForcedSelfTestMismatchServesThroughCublasLt) {
   Harness h(o);
   ASSERT_NE(h.backend, nullptr);
   core::BackendDescription d = h.backend->Describe();
+  // The family entry (e.g. "sm90_wgmma") and one entry per variant ("sm90.small_m", ...).
   std::string selected;
+  int variants = 0;
   for (const auto& k : d.kernels) {
-    if (k.name != "cublaslt") selected = k.name;
+    if (k.name == "cublaslt") continue;
+    if (k.name.find('.') == std::string::npos) {
+      selected = k.name;
+      continue;
+    }
+    ++variants;
+    EXPECT_FALSE(k.usable) << k.name << ": " << k.detail;
+    EXPECT_EQ(k.reason, "mismatch") << k.name << ": " << k.detail;
+    EXPECT_NE(k.detail.find("mismatch forced"), std::string::npos) << k.detail;
   }
   if (selected.empty()) GTEST_SKIP() << "this GPU has no native kernel; cuBLASLt serves anyway";
-  for (const auto& k : d.kernels) {
-    if (k.name == selected) {
-      EXPECT_FALSE(k.usable) << k.detail;
-      EXPECT_NE(k.detail.find("MISMATCH"), std::string::npos) << k.detail;
-    }
-  }
+  EXPECT_GT(variants, 0);
   EXPECT_EQ(d.devices[0].kernel, "cublaslt");
   core::GemmRequest r;
   core::Problem p = MakeProblem(128, 256, 512, core::BLayout::kKN, core::DType::kBF16);

@@ -68,11 +68,14 @@ TEST(QualificationTest, RunnerThatNeverReturnsFailsWithinTheCaseDeadline) {
   const absl::Duration took = absl::Now() - start;
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_LT(took, absl::Seconds(10));  // bounded: the hang costs one case deadline
-  EXPECT_EQ(report->children, 2);       // a fresh child ran the cases after the hung one
+  EXPECT_EQ(report->children, 2);      // a fresh child ran the cases after the hung one
   EXPECT_TRUE(report->variants[0].usable);
   EXPECT_FALSE(report->variants[1].usable);
   EXPECT_FALSE(report->variants[2].usable);
-  EXPECT_TRUE(absl::StrContains(report->variants[1].detail, "timed out")) << report->variants[1].detail;
+  EXPECT_TRUE(absl::StrContains(report->variants[1].detail, "timed out"))
+      << report->variants[1].detail;
+  EXPECT_EQ(report->variants[1].reason, "timeout");
+  EXPECT_EQ(report->variants[0].reason, "");
   EXPECT_TRUE(absl::StrContains(report->variants[1].detail, "b and c"));
   EXPECT_EQ(report->UsableMask(), 0b001u);
   EXPECT_EQ(g_cases_run_here.load(), 0);
@@ -98,6 +101,7 @@ TEST(QualificationTest, StickyErrorPoisonsOnlyItsChild) {
   EXPECT_TRUE(report->variants[1].usable);
   EXPECT_FALSE(report->variants[2].usable);
   EXPECT_TRUE(absl::StrContains(report->variants[2].detail, "cudaErrorIllegalInstruction"));
+  EXPECT_EQ(report->variants[2].reason, "error");
   EXPECT_EQ(g_cases_run_here.load(), 0);
 }
 
@@ -109,12 +113,15 @@ TEST(QualificationTest, CrashingChildMarksItsCaseUnusable) {
                         Fast());
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_FALSE(report->variants[0].usable);
-  EXPECT_TRUE(absl::StrContains(report->variants[0].detail, "signal")) << report->variants[0].detail;
+  EXPECT_TRUE(absl::StrContains(report->variants[0].detail, "signal"))
+      << report->variants[0].detail;
+  EXPECT_EQ(report->variants[0].reason, "crashed");
   EXPECT_TRUE(report->variants[1].usable);
 }
 
 TEST(QualificationTest, TotalDeadlineLeavesUnreachedVariantsUnusable) {
-  QualificationOptions o{.case_deadline = absl::Seconds(30), .total_deadline = absl::Milliseconds(400)};
+  QualificationOptions o{.case_deadline = absl::Seconds(30),
+                         .total_deadline = absl::Milliseconds(400)};
   const absl::Time start = absl::Now();
   auto report = Qualify(Body([](int, std::string*) {
                           for (;;) pause();
@@ -124,13 +131,32 @@ TEST(QualificationTest, TotalDeadlineLeavesUnreachedVariantsUnusable) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   EXPECT_EQ(report->UsableMask(), 0u);
-  EXPECT_TRUE(absl::StrContains(report->variants[0].detail, "deadline")) << report->variants[0].detail;
+  EXPECT_TRUE(absl::StrContains(report->variants[0].detail, "deadline"))
+      << report->variants[0].detail;
+  EXPECT_FALSE(report->variants[0].reason.empty());
+}
+
+TEST(QualificationTest, WrongNumbersAndRefusalsGetTheirOwnReason) {
+  auto report = Qualify(Body([](int i, std::string* d) {
+                          *d = "max diff 3";
+                          if (i == 1) return absl::DataLossError("does not match cublaslt");
+                          if (i == 2) return absl::UnimplementedError("variant not allowed");
+                          return absl::OkStatus();
+                        }),
+                        Fast());
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->cases.size(), 4u);
+  EXPECT_TRUE(report->cases[0].passed);
+  EXPECT_EQ(report->cases[1].reason, "mismatch");
+  EXPECT_EQ(report->cases[2].reason, "refused");
+  EXPECT_EQ(report->variants[1].reason, "mismatch");
 }
 
 TEST(QualificationTest, ChildThatReportsNothingQualifiesNothing) {
   auto report = Qualify([](int, int) { _exit(3); }, Fast());
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->variants.empty());
+  EXPECT_TRUE(report->cases.empty());
   EXPECT_EQ(report->UsableMask(), 0u);
   ASSERT_FALSE(report->log.empty());
   EXPECT_TRUE(absl::StrContains(report->log.back(), "exit status 3")) << report->log.back();
