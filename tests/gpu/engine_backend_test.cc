@@ -827,6 +827,29 @@ TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
   EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
 }
 
+// Backend options that qualify each GPU with the gemm_qualify of this build.
+CudaBackendOptions QualifyingOptions() {
+  CudaBackendOptions o;
+  o.self_test = true;
+  o.qualify_binary = GEMM_QUALIFY_BINARY;
+  o.staging_bytes = 64 << 20;
+  return o;
+}
+
+// Runs one 128x256x512 BF16 problem with B `layout` through `h`; checks it against float64 and,
+// when `kernel` is set, that `kernel` served it.
+void ExpectServes(Harness& h, core::BLayout layout, absl::BitGen& gen, const char* kernel) {
+  core::GemmRequest r;
+  core::Problem p = MakeProblem(128, 256, 512, layout, core::DType::kBF16);
+  HostOperands ops;
+  FillRandom(p, ops, gen, false);
+  r.problems = {p};
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  if (kernel != nullptr) EXPECT_EQ(res->kernel, kernel);
+  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+}
+
 // The native variants in a description (names "family.variant"), by name.
 std::vector<core::KernelDescription> Variants(const core::BackendDescription& d) {
   std::vector<core::KernelDescription> out;
@@ -837,11 +860,7 @@ std::vector<core::KernelDescription> Variants(const core::BackendDescription& d)
 }
 
 TEST_F(EngineTest, QualificationPassesForEveryVariantOfThisGpu) {
-  CudaBackendOptions o;
-  o.self_test = true;
-  o.qualify_binary = GEMM_QUALIFY_BINARY;
-  o.staging_bytes = 64 << 20;
-  Harness h(o);
+  Harness h(QualifyingOptions());
   ASSERT_NE(h.backend, nullptr);
   const std::vector<core::KernelDescription> variants = Variants(h.backend->Describe());
   if (variants.empty()) GTEST_SKIP() << "this GPU has no native kernel";
@@ -863,12 +882,9 @@ TEST_F(EngineTest, InjectedNeverCompletingBarrierIsReportedAndServedThroughCubla
                                                           : nullptr;
   if (site == nullptr) GTEST_SKIP() << "this GPU has no native kernel";
   setenv("GEMM_QUALIFY_INJECT_HANG", site, 1);  // inherited by the gemm_qualify children
-  CudaBackendOptions o;
-  o.self_test = true;
-  o.qualify_binary = GEMM_QUALIFY_BINARY;
+  CudaBackendOptions o = QualifyingOptions();
   o.qualification_case_deadline_s = 20;
   o.qualification_deadline_s = 90;
-  o.staging_bytes = 64 << 20;
   const absl::Time start = absl::Now();
   Harness h(o);
   unsetenv("GEMM_QUALIFY_INJECT_HANG");
@@ -884,21 +900,12 @@ TEST_F(EngineTest, InjectedNeverCompletingBarrierIsReportedAndServedThroughCubla
     ++reported;
   }
   EXPECT_GT(reported, 0);
-  core::GemmRequest r;
-  core::Problem p = MakeProblem(256, 512, 384, core::BLayout::kNK, core::DType::kBF16);
-  HostOperands ops;
-  FillRandom(p, ops, gen_, false);
-  r.problems = {p};
-  auto res = RunOne(h, r);
-  ASSERT_TRUE(res.ok()) << res.status();
-  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+  ExpectServes(h, core::BLayout::kNK, gen_, nullptr);  // a WGMMA / wide shape: cuBLASLt serves
 }
 
 TEST_F(EngineTest, MissingQualifyBinaryStartsAndServesThroughCublasLt) {
-  CudaBackendOptions o;
-  o.self_test = true;
+  CudaBackendOptions o = QualifyingOptions();
   o.qualify_binary = "/nonexistent/gemm_qualify";
-  o.staging_bytes = 64 << 20;
   Harness h(o);
   ASSERT_NE(h.backend, nullptr);  // the server starts
   core::BackendDescription d = h.backend->Describe();
@@ -911,23 +918,12 @@ TEST_F(EngineTest, MissingQualifyBinaryStartsAndServesThroughCublasLt) {
     EXPECT_EQ(k.reason, "not_run") << k.name << ": " << k.detail;
   }
   if (native) EXPECT_EQ(d.devices[0].kernel, "cublaslt");
-  core::GemmRequest r;
-  core::Problem p = MakeProblem(128, 256, 512, core::BLayout::kNK, core::DType::kBF16);
-  HostOperands ops;
-  FillRandom(p, ops, gen_, false);
-  r.problems = {p};
-  auto res = RunOne(h, r);
-  ASSERT_TRUE(res.ok()) << res.status();
-  EXPECT_EQ(res->kernel, "cublaslt");
-  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+  ExpectServes(h, core::BLayout::kNK, gen_, "cublaslt");
 }
 
 TEST_F(EngineTest, ForcedSelfTestMismatchServesThroughCublasLt) {
-  CudaBackendOptions o;
-  o.self_test = true;
-  o.qualify_binary = GEMM_QUALIFY_BINARY;
+  CudaBackendOptions o = QualifyingOptions();
   o.self_test_force_mismatch = true;
-  o.staging_bytes = 64 << 20;
   Harness h(o);
   ASSERT_NE(h.backend, nullptr);
   core::BackendDescription d = h.backend->Describe();
@@ -948,15 +944,12 @@ TEST_F(EngineTest, ForcedSelfTestMismatchServesThroughCublasLt) {
   if (selected.empty()) GTEST_SKIP() << "this GPU has no native kernel; cuBLASLt serves anyway";
   EXPECT_GT(variants, 0);
   EXPECT_EQ(d.devices[0].kernel, "cublaslt");
+  ExpectServes(h, core::BLayout::kKN, gen_, "cublaslt");
   core::GemmRequest r;
   core::Problem p = MakeProblem(128, 256, 512, core::BLayout::kKN, core::DType::kBF16);
   HostOperands ops;
   FillRandom(p, ops, gen_, false);
   r.problems = {p};
-  auto res = RunOne(h, r);
-  ASSERT_TRUE(res.ok()) << res.status();
-  EXPECT_EQ(res->kernel, "cublaslt");
-  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
   r.kernel = selected;  // asking for the disabled kernel explicitly is refused
   EXPECT_EQ(RunOne(h, r).status().code(), absl::StatusCode::kFailedPrecondition);
 }
