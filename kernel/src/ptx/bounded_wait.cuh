@@ -115,6 +115,9 @@ static __device__ __noinline__ void MbarWaitBounded(uint32_t bar, uint32_t parit
 }
 
 // One try_wait inline; everything else (the timed loop, the injected hang) in the slow path.
+// NOTE: the call costs the SM90 kernels their setmaxnreg split in this build (ptxas ignores it to
+// keep the registers a call needs): the child runs the same instructions with a uniform register
+// allocation (slower, never different numbers); the server's build is unaffected.
 template <bool kClusterAcquire>
 static __device__ __forceinline__ void MbarWaitParity(uint32_t bar, uint32_t parity, WaitSite site,
                                                       uint32_t tile) {
