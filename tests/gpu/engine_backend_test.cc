@@ -800,38 +800,13 @@ TEST_F(EngineTest, OnlyEveryNthUnitTimesItsGpuPhases) {
   EXPECT_EQ(timed, 3);
 }
 
-TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
-  CudaBackendOptions o;
-  o.self_test = true;
-  o.qualify_binary = GEMM_QUALIFY_BINARY;
-  o.staging_bytes = 64 << 20;
-  Harness h(o);
-  ASSERT_NE(h.backend, nullptr);
-  core::BackendDescription d = h.backend->Describe();
-  ASSERT_FALSE(d.devices.empty());
-  for (const auto& k : d.kernels) {
-    GTEST_LOG_(INFO) << "kernel " << k.name << " usable=" << k.usable << ": " << k.detail;
-  }
-  for (const auto& dev : d.devices) {
-    GTEST_LOG_(INFO) << "device " << dev.ordinal << " " << dev.name << " cc " << dev.cc_major << "."
-                     << dev.cc_minor << " serves " << dev.kernel;
-  }
-  core::GemmRequest r;
-  core::Problem p = MakeProblem(256, 512, 384, core::BLayout::kNK, core::DType::kBF16);
-  HostOperands ops;
-  FillRandom(p, ops, gen_, false);
-  r.problems = {p};
-  auto res = RunOne(h, r);
-  ASSERT_TRUE(res.ok()) << res.status();
-  EXPECT_EQ(res->kernel, d.devices[0].kernel);
-  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
-}
-
-// Backend options that qualify each GPU with the gemm_qualify of this build.
+// Backend options that qualify each GPU with the gemm_qualify of this build (or the one
+// $GEMM_QUALIFY_BINARY names, for binaries copied to another machine).
 CudaBackendOptions QualifyingOptions() {
   CudaBackendOptions o;
   o.self_test = true;
-  o.qualify_binary = GEMM_QUALIFY_BINARY;
+  const char* binary = std::getenv("GEMM_QUALIFY_BINARY");
+  o.qualify_binary = binary != nullptr ? binary : GEMM_QUALIFY_BINARY;
   o.staging_bytes = 64 << 20;
   return o;
 }
@@ -857,6 +832,29 @@ std::vector<core::KernelDescription> Variants(const core::BackendDescription& d)
     if (k.name.find('.') != std::string::npos) out.push_back(k);
   }
   return out;
+}
+
+TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
+  Harness h(QualifyingOptions());
+  ASSERT_NE(h.backend, nullptr);
+  core::BackendDescription d = h.backend->Describe();
+  ASSERT_FALSE(d.devices.empty());
+  for (const auto& k : d.kernels) {
+    GTEST_LOG_(INFO) << "kernel " << k.name << " usable=" << k.usable << ": " << k.detail;
+  }
+  for (const auto& dev : d.devices) {
+    GTEST_LOG_(INFO) << "device " << dev.ordinal << " " << dev.name << " cc " << dev.cc_major << "."
+                     << dev.cc_minor << " serves " << dev.kernel;
+  }
+  core::GemmRequest r;
+  core::Problem p = MakeProblem(256, 512, 384, core::BLayout::kNK, core::DType::kBF16);
+  HostOperands ops;
+  FillRandom(p, ops, gen_, false);
+  r.problems = {p};
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  EXPECT_EQ(res->kernel, d.devices[0].kernel);
+  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
 }
 
 TEST_F(EngineTest, QualificationPassesForEveryVariantOfThisGpu) {
