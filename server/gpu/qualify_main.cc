@@ -73,7 +73,9 @@ int main(int argc, char** argv) {
   }
   auto kind = kernel::SelectKernel(device);
   if (!kind.ok()) return 3;
-  const kernel::WaitTimeoutRecord* record = ArmTimeoutRecord();
+  // Only native kernels wait on mbarriers (cuBLASLt-only devices have no module to arm).
+  const kernel::WaitTimeoutRecord* record =
+      *kind == kernel::KernelKind::kCublasLt ? nullptr : ArmTimeoutRecord();
   // The SM100 case list switches Cluster Launch Control and M-waves per case (the launcher reads
   // them per call); this process is the only one that sees these settings.
   const std::vector<kernel::QualificationCase> cases = kernel::QualificationCases(*kind, sm_count);
