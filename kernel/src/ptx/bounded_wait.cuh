@@ -71,8 +71,9 @@ static __device__ __forceinline__ uint64_t GlobalTimerNs() {
 
 // Writes the record (first timed-out thread of the grid only), makes it visible to the host and
 // traps. Other timed-out threads give the writer a moment before trapping themselves.
-static __device__ __noinline__ void WaitTimedOut(uint32_t bar, uint32_t parity, uint32_t site,
-                                                 uint32_t tile, uint64_t waited_ns, bool injected) {
+static __device__ __forceinline__ void WaitTimedOut(uint32_t bar, uint32_t parity, uint32_t site,
+                                                    uint32_t tile, uint64_t waited_ns,
+                                                    bool injected) {
   WaitTimeoutRecord* r = g_wait_timeout_config.record;
   if (r != nullptr && atomicCAS(&g_wait_timeout_claimed, 0u, 1u) == 0u) {
     volatile WaitTimeoutRecord* v = r;
@@ -97,34 +98,74 @@ static __device__ __noinline__ void WaitTimedOut(uint32_t bar, uint32_t parity, 
   __trap();
 }
 
-// The slow path, out of line: the kernels' hottest waits sit at their peak register pressure
-// (SM90 consumers hold 232 registers of accumulators), where an inlined timed loop does not fit;
-// a call lets the compiler save registers around it. Static (as the configuration it reads):
-// one copy per kernel module.
+static_assert(GEMM_MBARRIER_TIMEOUT_NS > 0 && GEMM_MBARRIER_TIMEOUT_NS < (1ull << 32),
+              "the bounded wait measures with the low 32 bits of %globaltimer");
+
+// The timed spin, in one asm block so the kernels keep their register budget (the SM90
+// consumers hold 232 registers of accumulators; a call would cost their setmaxnreg split).
+// Returns 0 once the phase completed, else the nanoseconds waited (past the bound). An injected
+// site never sees its phase complete.
 template <bool kClusterAcquire>
-static __device__ __noinline__ void MbarWaitBounded(uint32_t bar, uint32_t parity, uint32_t site,
-                                                    uint32_t tile, bool injected) {
-  const uint64_t start = GlobalTimerNs();
-  for (;;) {
-    if (MbarTryWaitParity<kClusterAcquire>(bar, parity) && !injected) return;
-    const uint64_t waited = GlobalTimerNs() - start;
-    if (waited > static_cast<uint64_t>(GEMM_MBARRIER_TIMEOUT_NS)) {
-      WaitTimedOut(bar, parity, site, tile, waited, injected);
-    }
+static __device__ __forceinline__ uint32_t MbarSpinBounded(uint32_t bar, uint32_t parity,
+                                                           uint32_t site) {
+  uint32_t waited;
+  if constexpr (kClusterAcquire) {
+    asm volatile(
+        "{\n\t.reg .pred p, inj;\n\t.reg .u32 t0, now;\n\t"
+        "setp.eq.u32 inj, %3, %4;\n\t"
+        "mov.u32 t0, %%globaltimer_lo;\n\t"
+        "W%=:\n\t"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+        "@inj bra T%=;\n\t"
+        "@p bra D%=;\n\t"
+        "T%=:\n\t"
+        "mov.u32 now, %%globaltimer_lo;\n\t"
+        "sub.u32 %0, now, t0;\n\t"
+        "setp.le.u32 p, %0, %5;\n\t"
+        "@p bra W%=;\n\t"
+        "bra E%=;\n\t"
+        "D%=:\n\t"
+        "mov.u32 %0, 0;\n\t"
+        "E%=:\n\t}"
+        : "=r"(waited)
+        : "r"(bar), "r"(parity), "r"(g_wait_timeout_config.inject_site), "r"(site),
+          "n"(static_cast<uint32_t>(GEMM_MBARRIER_TIMEOUT_NS))
+        : "memory");
+  } else {
+    asm volatile(
+        "{\n\t.reg .pred p, inj;\n\t.reg .u32 t0, now;\n\t"
+        "setp.eq.u32 inj, %3, %4;\n\t"
+        "mov.u32 t0, %%globaltimer_lo;\n\t"
+        "W%=:\n\t"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+        "@inj bra T%=;\n\t"
+        "@p bra D%=;\n\t"
+        "T%=:\n\t"
+        "mov.u32 now, %%globaltimer_lo;\n\t"
+        "sub.u32 %0, now, t0;\n\t"
+        "setp.le.u32 p, %0, %5;\n\t"
+        "@p bra W%=;\n\t"
+        "bra E%=;\n\t"
+        "D%=:\n\t"
+        "mov.u32 %0, 0;\n\t"
+        "E%=:\n\t}"
+        : "=r"(waited)
+        : "r"(bar), "r"(parity), "r"(g_wait_timeout_config.inject_site), "r"(site),
+          "n"(static_cast<uint32_t>(GEMM_MBARRIER_TIMEOUT_NS))
+        : "memory");
   }
+  return waited;
 }
 
-// One try_wait inline; everything else (the timed loop, the injected hang) in the slow path.
-// NOTE: the call costs the SM90 kernels their setmaxnreg split in this build (ptxas ignores it to
-// keep the registers a call needs): the child runs the same instructions with a uniform register
-// allocation (slower, never different numbers); the server's build is unaffected.
 template <bool kClusterAcquire>
 static __device__ __forceinline__ void MbarWaitParity(uint32_t bar, uint32_t parity, WaitSite site,
                                                       uint32_t tile) {
-  const bool injected = g_wait_timeout_config.inject_site == static_cast<uint32_t>(site) &&
-                        site != WaitSite::kUnnamed;
-  if (MbarTryWaitParity<kClusterAcquire>(bar, parity) && !injected) return;
-  MbarWaitBounded<kClusterAcquire>(bar, parity, static_cast<uint32_t>(site), tile, injected);
+  const uint32_t s = site == WaitSite::kUnnamed ? 0xffffffffu : static_cast<uint32_t>(site);
+  const uint32_t waited = MbarSpinBounded<kClusterAcquire>(bar, parity, s);
+  if (waited != 0) {
+    WaitTimedOut(bar, parity, static_cast<uint32_t>(site), tile, waited,
+                 g_wait_timeout_config.inject_site == s);
+  }
 }
 
 #else  // unbounded
