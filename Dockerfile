@@ -40,22 +40,31 @@ COPY . .
 RUN bash scripts/build.sh "${BUILD_PRESET}" ${GEMM_CMAKE_ARGS}
 RUN if [ "${GEMM_RUN_TESTS}" = "1" ]; then bash scripts/test.sh; fi
 
-# Fail the image build when the fat binary lacks an architecture (a kernel file dropped from
-# the build, a CMake change that narrowed CUDA_ARCHITECTURES).
+# Fail the image build when a fat binary lacks an architecture (a kernel file dropped from
+# the build, a CMake change that narrowed CUDA_ARCHITECTURES): the server, and gemm_qualify, the
+# kernel qualification child the server runs before serving (its own build of the kernels).
 RUN set -eu; \
     if [ -n "${GEMM_REQUIRE_SM}" ]; then \
-      elfs="$(cuobjdump --list-elf "${BUILD_DIR}/server/gemm_server")"; \
-      for sm in ${GEMM_REQUIRE_SM}; do \
-        echo "${elfs}" | grep -Eq "sm_${sm}([^0-9a-z]|\$)" \
-          || { echo "gemm_server carries no sm_${sm} code" >&2; exit 1; }; \
+      for bin in gemm_server gemm_qualify; do \
+        elfs="$(cuobjdump --list-elf "${BUILD_DIR}/server/${bin}")"; \
+        for sm in ${GEMM_REQUIRE_SM}; do \
+          echo "${elfs}" | grep -Eq "sm_${sm}([^0-9a-z]|\$)" \
+            || { echo "${bin} carries no sm_${sm} code" >&2; exit 1; }; \
+        done; \
       done; \
     fi
 
-# Stage what the runtime image gets: the server, the tools, the entrypoint, and the list of apt
+# Stage what the runtime image gets: the server, gemm_qualify next to it (where the server looks
+# for it by default; required in a CUDA build), the tools, the entrypoint, and the list of apt
 # packages that own the binaries' shared libraries (no versioned package names in this file).
 RUN set -eu; \
     mkdir -p /stage/bin /stage/share; \
     install -m 0755 "${BUILD_DIR}/server/gemm_server" /stage/bin/; \
+    if [ -x "${BUILD_DIR}/server/gemm_qualify" ]; then \
+      install -m 0755 "${BUILD_DIR}/server/gemm_qualify" /stage/bin/; \
+    elif [ -n "${GEMM_REQUIRE_SM}" ]; then \
+      echo "the CUDA build produced no gemm_qualify" >&2; exit 1; \
+    fi; \
     for tool in ${GEMM_IMAGE_TOOLS}; do \
       found="$(find "${BUILD_DIR}" -type f -name "${tool}" -perm -u+x | head -n 1)"; \
       if [ -n "${found}" ]; then install -m 0755 "${found}" /stage/bin/; fi; \

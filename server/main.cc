@@ -360,9 +360,14 @@ class GaugeThread {
       const gemm::server::ShedConnections shed = gemm::server::ConnectionsShed();
       m.SetConnectionsShed("max_connections", shed.max_connections);
       m.SetConnectionsShed("out_of_descriptors", shed.out_of_descriptors);
-      for (const auto& d : engine.backend().Describe().devices) {
+      const gemm::core::BackendDescription backend = engine.backend().Describe();
+      for (const auto& d : backend.devices) {
         m.SetPoolBytes(d.ordinal, d.pool_used_bytes, d.pool_capacity_bytes);
         m.SetKernel(d.ordinal, d.kernel);
+      }
+      // Native kernel variants judged by qualification (they carry a reason when unusable).
+      for (const auto& k : backend.kernels) {
+        if (k.usable || !k.reason.empty()) m.SetVariantUsability(k.name, k.usable, k.reason);
       }
       absl::SleepFor(absl::Milliseconds(500));
     }

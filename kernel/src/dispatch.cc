@@ -14,6 +14,7 @@
 #include "reference/cublaslt_gemm.h"
 #include "sm100/sm100_gemm.h"
 #include "sm90/sm90_gemm.h"
+#include "sm90/sm90_variant.h"
 #include "sm90/small_m_gemm.h"
 #include "validate.h"
 
@@ -191,13 +192,22 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   const bool automatic = opts.kind == KernelKind::kAuto;
   switch (kind) {
     case KernelKind::kSm90: {
+      // Each compiled variant runs only when qualified (sm90/sm90_variant.h): the small-M
+      // kernel's bit here, the tile's in sm90::Gemm; an unqualified one is UNIMPLEMENTED.
+      absl::Status st;
       if (TmaCompatible(args) && SmallM(args, device)) {
-        return sm90::SmallMGemm(args, stream, opts);
+        st = sm90::VariantAllowed(opts.usable_variants, sm90::kSmallMVariant)
+                 ? sm90::SmallMGemm(args, stream, opts)
+                 : absl::UnimplementedError("sm90: variant sm90.small_m is not qualified");
+      } else if (sm90::Supports(args)) {
+        st = sm90::Gemm(args, stream, opts);
+      } else {
+        if (automatic) return RunCublasLt(args, stream, opts);
+        return absl::FailedPreconditionError(
+            "sm90 kernel needs 16-byte aligned pointers, pitches and batch strides");
       }
-      if (sm90::Supports(args)) return sm90::Gemm(args, stream, opts);
-      if (automatic) return RunCublasLt(args, stream, opts);
-      return absl::FailedPreconditionError(
-          "sm90 kernel needs 16-byte aligned pointers, pitches and batch strides");
+      if (automatic && absl::IsUnimplemented(st)) return RunCublasLt(args, stream, opts);
+      return st;
     }
     case KernelKind::kSm100: {
       absl::Status st = sm100::Gemm(args, stream, opts);
@@ -230,7 +240,11 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   };
   switch (kind) {
     case KernelKind::kSm90:
-      if (sm90::Supports(group)) return sm90::GemmGrouped(group, stream, opts);
+      if (sm90::Supports(group)) {
+        absl::Status st = sm90::GemmGrouped(group, stream, opts);  // checks its tiles' variants
+        if (automatic && absl::IsUnimplemented(st)) return loop_cublaslt();
+        return st;
+      }
       if (automatic) return loop_cublaslt();
       return absl::FailedPreconditionError(
           "sm90 kernel needs 16-byte aligned pointers and pitches");

@@ -58,6 +58,7 @@ struct KernelDescription {
   std::string name;
   bool usable = false;
   std::string detail;
+  std::string reason;  // unusable kernel variants: why, one word (core::kFailureReasons)
 };
 
 struct BackendDescription {

@@ -2,6 +2,8 @@
 // MetricsHttpServer (metrics_http.h), rendered with prometheus-cpp's TextSerializer.
 #include "server/core/metrics.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 #include "server/core/metrics_http.h"
+#include "server/core/qualification.h"
 
 namespace gemm::core {
 namespace {
@@ -115,6 +118,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                       .Name("gemm_kernel_info")
                       .Help("1 for the kernel serving each device.")
                       .Register(r);
+  variant_unusable_ = &prometheus::BuildGauge()
+                           .Name("gemm_kernel_variant_unusable")
+                           .Help("1 for each native kernel variant that failed qualification.")
+                           .Register(r);
   queue_depth_ = &prometheus::BuildGauge()
                       .Name("gemm_queue_depth")
                       .Help("Requests queued in the batcher.")
@@ -284,6 +291,25 @@ void Metrics::SetKernel(int device, absl::string_view kernel) {
   g->Set(1);
   kernel_gauges_[device] = g;
   kernel_names_[device] = std::string(kernel);
+}
+
+void Metrics::SetVariantUsability(absl::string_view variant, bool usable,
+                                  absl::string_view reason) {
+  const bool known = std::find(std::begin(kFailureReasons), std::end(kFailureReasons), reason) !=
+                     std::end(kFailureReasons);
+  const std::string label = known ? std::string(reason) : "error";
+  absl::MutexLock lock(&mu_);
+  auto it = variant_gauges_.find(variant);
+  if (it != variant_gauges_.end()) {
+    if (!usable && it->second.first == label) return;  // unchanged
+    variant_unusable_->Remove(it->second.second);
+    variant_gauges_.erase(it);
+  }
+  if (usable) return;
+  prometheus::Gauge* g =
+      &variant_unusable_->Add({{"variant", std::string(variant)}, {"reason", label}});
+  g->Set(1);
+  variant_gauges_[std::string(variant)] = {label, g};
 }
 
 std::string Metrics::Serialize() const {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -65,6 +66,10 @@ class MetricsHttpServer;
 //   gemm_weights_tensors                         gauge, tensors loaded from the repository
 //   gemm_weights_changes_total{change}           counter, repository tensors by what a scan did
 //                                                (added, replaced, removed, skipped, failed)
+//   gemm_kernel_variant_unusable{variant,reason} gauge = 1 for each native kernel variant that
+//                                                failed start-up qualification (reason: one of
+//                                                core::kFailureReasons; variants: the compiled
+//                                                ones, so both labels are bounded)
 //   gemm_connections_shed_total{reason}          counter, client connections closed as soon as
 //                                                accepted (reason: max_connections,
 //                                                out_of_descriptors)
@@ -128,6 +133,11 @@ class Metrics {
   // series of the kernel that served it before (if different) is removed.
   void SetKernel(int device, absl::string_view kernel);
 
+  // Publishes qualification's verdict on kernel variant `variant`: unusable sets
+  // gemm_kernel_variant_unusable{variant,reason} = 1 (a `reason` outside core::kFailureReasons
+  // is published as "error"); usable removes the variant's series.
+  void SetVariantUsability(absl::string_view variant, bool usable, absl::string_view reason);
+
   // Raises gemm_connections_shed_total{reason} to `total`, a count kept by the listener and
   // published here (a total below the published one is ignored). `reason`: "max_connections"
   // or "out_of_descriptors". Call from one thread.
@@ -185,6 +195,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* pool_in_use_;
   prometheus::Family<prometheus::Gauge>* pool_capacity_;
   prometheus::Family<prometheus::Gauge>* kernel_info_;
+  prometheus::Family<prometheus::Gauge>* variant_unusable_;
   prometheus::Gauge* queue_depth_;
   prometheus::Gauge* resident_count_;
   prometheus::Gauge* resident_bytes_;
@@ -203,6 +214,9 @@ class Metrics {
   absl::flat_hash_map<std::pair<std::string, int>, prometheus::Counter*> rpc_counters_
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, prometheus::Gauge*> kernel_gauges_ ABSL_GUARDED_BY(mu_);
+  // Published unusable variants: name -> (reason label, gauge).
+  absl::flat_hash_map<std::string, std::pair<std::string, prometheus::Gauge*>> variant_gauges_
+      ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int, std::string> kernel_names_ ABSL_GUARDED_BY(mu_);
 
   // Last, so it is destroyed first: its thread calls Serialize() until then.

@@ -22,7 +22,7 @@
 #include "server/gpu/executor.h"
 #include "server/gpu/host_copier.h"
 #include "server/gpu/resident.h"
-#include "server/gpu/self_test.h"
+#include "server/gpu/qualification.h"
 #include "server/gpu/staging_pool.h"
 
 namespace gemm::gpu {
@@ -73,6 +73,15 @@ class CudaBackend final : public core::Backend {
       k.usable = first ? dev->selected_usable() : (k.usable && dev->selected_usable());
       k.detail = absl::StrCat(k.detail, k.detail.empty() ? "" : "; ", "device ", dev->ordinal(),
                               ": ", dev->self_test_detail());
+      for (const core::KernelDescription& v : dev->variant_verdicts()) {
+        auto& kv = kernels[v.name];
+        const bool first_v = kv.name.empty();
+        kv.name = v.name;
+        kv.usable = first_v ? v.usable : (kv.usable && v.usable);
+        kv.detail = absl::StrCat(kv.detail, kv.detail.empty() ? "" : "; ", "device ",
+                                 dev->ordinal(), ": ", v.detail);
+        if (!v.usable && kv.reason.empty()) kv.reason = v.reason;
+      }
     }
     const std::string lt = kernel::KernelName(kernel::KernelKind::kCublasLt);
     if (!kernels.contains(lt)) {
@@ -224,6 +233,17 @@ int CudaDeviceCount() {
   return n;
 }
 
+namespace {
+
+DeviceQualificationOptions QualificationOptionsOf(const CudaBackendOptions& o) {
+  return {.binary = o.qualify_binary,
+          .case_deadline = absl::Seconds(o.qualification_case_deadline_s),
+          .total_deadline = absl::Seconds(o.qualification_deadline_s),
+          .force_mismatch = o.self_test_force_mismatch};
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
     const CudaBackendOptions& options) {
   const int count = CudaDeviceCount();
@@ -270,22 +290,17 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
     absl::StatusOr<kernel::KernelKind> sel = kernel::SelectKernel(i);
     if (!sel.ok()) return sel.status();
     bool usable = true;
-    std::string detail = "self-test skipped";
+    std::string detail = "qualification skipped";
     if (options.self_test) {
-      SelfTestOptions sto;
-      sto.force_mismatch = options.self_test_force_mismatch;
-      absl::Status st = SelfTest(i, *sel, sto, &detail);
-      usable = st.ok();
-      if (!usable) {
-        if (*sel == kernel::KernelKind::kCublasLt) {
-          // Nothing to fall back to: the device cannot serve correct results.
-          GEMM_LOG(ERROR) << "device " << i << ": cuBLASLt self-test FAILED: " << detail;
-          return absl::Status(st.code(), absl::StrCat("device ", i, " self-test: ", detail));
-        }
-        GEMM_LOG(ERROR) << "!!! device " << i << " (" << d.name() << "): kernel "
-                        << kernel::KernelName(*sel) << " FAILED its self-test and is marked "
-                        << "UNUSABLE; serving through cublaslt. " << detail;
+      DeviceQualification q = QualifyDevice(i, *sel, QualificationOptionsOf(options));
+      detail = q.summary;
+      if (q.cublaslt_wrong) {
+        // Nothing to fall back to: the device cannot serve correct results.
+        GEMM_LOG(ERROR) << "device " << i << ": cuBLASLt qualification FAILED: " << detail;
+        return absl::InternalError(absl::StrCat("device ", i, " qualification: ", detail));
       }
+      usable = *sel == kernel::KernelKind::kCublasLt || q.usable_variants != 0;
+      d.SetVariants(q.usable_variants, std::move(q.verdicts));
     }
     d.SetKernel(*sel, usable, detail);
     GEMM_LOG(INFO) << "device " << i << ": " << d.name() << ", compute capability " << d.cc_major()

@@ -2,12 +2,13 @@
 // NVIDIA GPUs. No CUDA headers here (main.cc and the server core include it).
 //
 // Start-up enumerates the GPUs, reads their properties, creates per GPU a capped stream-ordered
-// memory pool, priority streams and an executor, and self-tests the device's kernel against
-// cuBLASLt (a kernel that fails is marked unusable; the device then serves through cuBLASLt).
+// memory pool, priority streams and an executor, and qualifies the device's kernel variants
+// against cuBLASLt in child processes (a variant that fails is served through cuBLASLt).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "server/core/backend.h"
@@ -34,10 +35,17 @@ struct CudaBackendOptions {
   ExecutorOptions executor;
   // Place resident matrices on every GPU (else on the least-loaded one). Default false.
   bool replicate_resident = false;
-  // Run the start-up self-test of each GPU's kernel against cuBLASLt. Default true.
+  // Qualify each GPU's native kernel variants against cuBLASLt at start-up, in gemm_qualify child
+  // processes under deadlines; unqualified variants are served through cuBLASLt. Default true.
   bool self_test = true;
-  // Testing hook: make the self-test see a mismatch, to exercise the cuBLASLt fallback.
+  // Testing hook: make qualification see a mismatch, to exercise the cuBLASLt fallback.
   bool self_test_force_mismatch = false;
+  // The gemm_qualify binary (empty: next to the running executable). Default empty.
+  std::string qualify_binary;
+  // Seconds one qualification case may take before its child is killed. Default 30.
+  double qualification_case_deadline_s = 30;
+  // Seconds the whole qualification of one GPU may take. Default 120.
+  double qualification_deadline_s = 120;
 };
 
 // Number of CUDA devices visible (0 when no driver/GPU); never fails hard.

@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "gemm/kernel.h"
+#include "server/core/backend.h"
 #include "server/gpu/device_pool.h"
 
 namespace gemm::gpu {
@@ -87,9 +88,18 @@ class DeviceContext {
     selected_usable_ = usable;
     self_test_detail_ = std::move(detail);
   }
+  // The native variants that passed qualification (bit i: variant i of the selected kernel's
+  // family, gemm/qualification.h) and one verdict per variant for GetServerInfo. Set once at
+  // start-up, before any work runs.
+  void SetVariants(uint64_t usable, std::vector<core::KernelDescription> verdicts) {
+    usable_variants_ = usable;
+    variant_verdicts_ = std::move(verdicts);
+  }
+  uint64_t usable_variants() const { return usable_variants_; }
+  const std::vector<core::KernelDescription>& variant_verdicts() const { return variant_verdicts_; }
   // The kernel the dispatch picks for this device (kSm90, kSm100 or kCublasLt).
   kernel::KernelKind selected() const { return selected_; }
-  // Whether the selected kernel passed the self-test (kCublasLt is always usable).
+  // Whether any variant of the selected kernel passed qualification (kCublasLt always does).
   bool selected_usable() const { return selected_usable_; }
   const std::string& self_test_detail() const { return self_test_detail_; }
   // The kernel that serves requests: the selected one if usable, else cuBLASLt.
@@ -118,6 +128,8 @@ class DeviceContext {
   kernel::KernelKind selected_ = kernel::KernelKind::kCublasLt;
   bool selected_usable_ = true;
   std::string self_test_detail_;
+  uint64_t usable_variants_ = ~uint64_t{0};
+  std::vector<core::KernelDescription> variant_verdicts_;
 };
 
 }  // namespace gemm::gpu

@@ -542,6 +542,7 @@ absl::Status Executor::LaunchKernels(Unit& u) {
   for (const Launch& l : u.launches) {
     kernel::LaunchOptions opts;
     opts.kind = u.kind;
+    opts.usable_variants = device_->usable_variants();  // what start-up qualification passed
     if (u.workspace_off >= 0) {
       opts.workspace = u.dev.get() + u.workspace_off;
       opts.workspace_bytes = u.workspace_bytes;

@@ -2,6 +2,7 @@
 // defined in every build, so one command line (and the container's entrypoint) serves a build
 // with or without CUDA; a build without it ignores them.
 #include <cstdint>
+#include <string>
 
 #include "absl/flags/flag.h"
 #include "server/gpu/cuda_backend.h"
@@ -58,7 +59,18 @@ ABSL_FLAG(int32_t, gpu_timing_every, kCuda.executor.gpu_timing_every,
           "Timing.gpu_timing_skipped; the Prometheus copy-in, compute and copy-out histograms "
           "observe the timed ones. Timing a unit costs about 10 us of host time.");
 ABSL_FLAG(bool, self_test, kCuda.self_test,
-          "CUDA: self-test each GPU's kernel against cuBLASLt at start-up.");
+          "CUDA: qualify each GPU's kernel variants against cuBLASLt at start-up, in child processes.");
+
+// Kernel qualification (child processes under deadlines).
+ABSL_FLAG(std::string, qualify_binary, kCuda.qualify_binary,
+          "CUDA: the gemm_qualify binary that qualifies each GPU's kernel variants in a child "
+          "process (path; default empty: gemm_qualify next to gemm_server).");
+ABSL_FLAG(double, qualification_case_deadline_s, kCuda.qualification_case_deadline_s,
+          "CUDA: seconds one qualification case may take before its child process is killed and "
+          "the variant marked unusable (default 30).");
+ABSL_FLAG(double, qualification_deadline_s, kCuda.qualification_deadline_s,
+          "CUDA: seconds the whole qualification of one GPU may take; variants not qualified by "
+          "then are served through cuBLASLt (default 120).");
 
 #ifdef GEMM_HAVE_CUDA_BACKEND
 namespace gemm::server {
@@ -81,6 +93,9 @@ void ApplyCudaFlags(ServerOptions& options) {
   c.replicate_resident = absl::GetFlag(FLAGS_replicate_resident);
   c.executor.gpu_timing_every = absl::GetFlag(FLAGS_gpu_timing_every);
   c.self_test = absl::GetFlag(FLAGS_self_test);
+  c.qualify_binary = absl::GetFlag(FLAGS_qualify_binary);
+  c.qualification_case_deadline_s = absl::GetFlag(FLAGS_qualification_case_deadline_s);
+  c.qualification_deadline_s = absl::GetFlag(FLAGS_qualification_deadline_s);
 }
 
 }  // namespace gemm::server

@@ -425,6 +425,10 @@ def check_dockerfile(res, repo, flags):
     for script in sorted(set(re.findall(r"scripts/[\w.-]+\.sh", runs))):
         res.check(os.path.isfile(os.path.join(repo, script)),
                   f"{script} (used by the Dockerfile) exists")
+    res.check(re.search(r"install -m 0755 \"\$\{BUILD_DIR\}/server/gemm_qualify\" /stage/bin/", runs)
+              is not None,
+              "Dockerfile: gemm_qualify is staged next to gemm_server (/opt/gemm/bin), where the "
+              "server finds it by default")
     sm = build["args"].get("GEMM_REQUIRE_SM", "")
     res.check(all(a in sm.split() for a in REQUIRED_SM) and "cuobjdump" in runs,
               "Dockerfile: the build fails without sm_90a and sm_100a code in gemm_server",

@@ -3,9 +3,13 @@
 #   engine_gpu_service_tests  the real gemm_server (--backend=cuda) + client on loopback
 if(TARGET gemm_gpu_backend)
   add_executable(engine_gpu_tests ${CMAKE_CURRENT_LIST_DIR}/engine_backend_test.cc)
-  target_link_libraries(engine_gpu_tests PRIVATE gemm_gpu_backend gemm_core gemm_common
+  target_link_libraries(engine_gpu_tests PRIVATE gemm_gpu_backend gemm_kernel gemm_core gemm_common
                                                  absl::random_random absl::synchronization
                                                  GTest::gtest_main)
+  # The qualification child the backend execs at start-up.
+  add_dependencies(engine_gpu_tests gemm_qualify)
+  target_compile_definitions(engine_gpu_tests PRIVATE
+                             GEMM_QUALIFY_BINARY="$<TARGET_FILE:gemm_qualify>")
   gtest_discover_tests(engine_gpu_tests DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
                        PROPERTIES TIMEOUT 600)
 

@@ -4,6 +4,7 @@
 // self-test fallback. Skipped at run time without a GPU.
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "common/bf16.h"
 #include "common/reference_gemm.h"
+#include "gemm/kernel.h"
 #include "gtest/gtest.h"
 #include "server/gpu/cuda_backend.h"
 #include "tests/gpu/engine_test_util.h"
@@ -785,11 +787,42 @@ TEST_F(EngineTest, OnlyEveryNthUnitTimesItsGpuPhases) {
   EXPECT_EQ(timed, 3);
 }
 
-TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
+// Backend options that qualify each GPU with the gemm_qualify of this build (or the one
+// $GEMM_QUALIFY_BINARY names, for binaries copied to another machine).
+CudaBackendOptions QualifyingOptions() {
   CudaBackendOptions o;
   o.self_test = true;
+  const char* binary = std::getenv("GEMM_QUALIFY_BINARY");
+  o.qualify_binary = binary != nullptr ? binary : GEMM_QUALIFY_BINARY;
   o.staging_bytes = 64 << 20;
-  Harness h(o);
+  return o;
+}
+
+// Runs one 128x256x512 BF16 problem with B `layout` through `h`; checks it against float64 and,
+// when `kernel` is set, that `kernel` served it.
+void ExpectServes(Harness& h, core::BLayout layout, absl::BitGen& gen, const char* kernel) {
+  core::GemmRequest r;
+  core::Problem p = MakeProblem(128, 256, 512, layout, core::DType::kBF16);
+  HostOperands ops;
+  FillRandom(p, ops, gen, false);
+  r.problems = {p};
+  auto res = RunOne(h, r);
+  ASSERT_TRUE(res.ok()) << res.status();
+  if (kernel != nullptr) EXPECT_EQ(res->kernel, kernel);
+  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
+}
+
+// The native variants in a description (names "family.variant"), by name.
+std::vector<core::KernelDescription> Variants(const core::BackendDescription& d) {
+  std::vector<core::KernelDescription> out;
+  for (const auto& k : d.kernels) {
+    if (k.name.find('.') != std::string::npos) out.push_back(k);
+  }
+  return out;
+}
+
+TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
+  Harness h(QualifyingOptions());
   ASSERT_NE(h.backend, nullptr);
   core::BackendDescription d = h.backend->Describe();
   ASSERT_FALSE(d.devices.empty());
@@ -811,35 +844,103 @@ TEST_F(EngineTest, SelfTestPassesOrFallsBackAndDescribeSaysWhichKernelServes) {
   EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
 }
 
+TEST_F(EngineTest, QualificationPassesForEveryVariantOfThisGpu) {
+  Harness h(QualifyingOptions());
+  ASSERT_NE(h.backend, nullptr);
+  const std::vector<core::KernelDescription> variants = Variants(h.backend->Describe());
+  if (variants.empty()) GTEST_SKIP() << "this GPU has no native kernel";
+  for (const auto& v : variants) {
+    GTEST_LOG_(INFO) << "variant " << v.name << " usable=" << v.usable << ": " << v.detail;
+    EXPECT_TRUE(v.usable) << v.name << " (" << v.reason << "): " << v.detail;
+  }
+}
+
+// GEMM_QUALIFY_INJECT_HANG makes one mbarrier wait of the bounded-wait kernels in gemm_qualify
+// never complete: every variant whose cases reach it must come back as a precise timeout record
+// (not a dead GPU), start-up must finish within the deadline, and the device must serve
+// correct results through cuBLASLt.
+TEST_F(EngineTest, InjectedNeverCompletingBarrierIsReportedAndServedThroughCublasLt) {
+  const auto sel = kernel::SelectKernel(0);
+  ASSERT_TRUE(sel.ok()) << sel.status();
+  const char* site = *sel == kernel::KernelKind::kSm90    ? "sm90.consumer_full"
+                     : *sel == kernel::KernelKind::kSm100 ? "sm100.mma_full"
+                                                          : nullptr;
+  if (site == nullptr) GTEST_SKIP() << "this GPU has no native kernel";
+  setenv("GEMM_QUALIFY_INJECT_HANG", site, 1);  // inherited by the gemm_qualify children
+  CudaBackendOptions o = QualifyingOptions();
+  o.qualification_case_deadline_s = 20;
+  o.qualification_deadline_s = 90;
+  const absl::Time start = absl::Now();
+  Harness h(o);
+  unsetenv("GEMM_QUALIFY_INJECT_HANG");
+  ASSERT_NE(h.backend, nullptr);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(100));
+  int reported = 0, injected = 0;
+  for (const auto& v : Variants(h.backend->Describe())) {
+    GTEST_LOG_(INFO) << "variant " << v.name << " usable=" << v.usable << " (" << v.reason
+                     << "): " << v.detail;
+    if (v.usable) continue;  // e.g. sm90.small_m: no mbarrier
+    // Every failure is a timeout record; usually the injected wait's own (it starts waiting
+    // first), but a waiter it starves (e.g. the producer) may time out first.
+    EXPECT_NE(v.detail.find("mbarrier wait "), std::string::npos) << v.detail;
+    EXPECT_NE(v.detail.find("timed out after"), std::string::npos) << v.detail;
+    const bool own = v.detail.find(std::string("mbarrier wait ") + site +
+                                   " (injected never-completing wait)") != std::string::npos;
+    injected += own ? 1 : 0;
+    ++reported;
+  }
+  EXPECT_GT(reported, 0);
+  EXPECT_GT(injected, 0);
+  ExpectServes(h, core::BLayout::kNK, gen_, nullptr);  // a WGMMA / wide shape: cuBLASLt serves
+}
+
+TEST_F(EngineTest, MissingQualifyBinaryStartsAndServesThroughCublasLt) {
+  CudaBackendOptions o = QualifyingOptions();
+  o.qualify_binary = "/nonexistent/gemm_qualify";
+  Harness h(o);
+  ASSERT_NE(h.backend, nullptr);  // the server starts
+  core::BackendDescription d = h.backend->Describe();
+  ASSERT_FALSE(d.devices.empty());
+  bool native = false;
+  for (const auto& k : d.kernels) {
+    if (k.name.find('.') == std::string::npos) continue;
+    native = true;
+    EXPECT_FALSE(k.usable) << k.name;
+    EXPECT_EQ(k.reason, "not_run") << k.name << ": " << k.detail;
+  }
+  if (native) EXPECT_EQ(d.devices[0].kernel, "cublaslt");
+  ExpectServes(h, core::BLayout::kNK, gen_, "cublaslt");
+}
+
 TEST_F(EngineTest, ForcedSelfTestMismatchServesThroughCublasLt) {
-  CudaBackendOptions o;
-  o.self_test = true;
+  CudaBackendOptions o = QualifyingOptions();
   o.self_test_force_mismatch = true;
-  o.staging_bytes = 64 << 20;
   Harness h(o);
   ASSERT_NE(h.backend, nullptr);
   core::BackendDescription d = h.backend->Describe();
+  // The family entry (e.g. "sm90_wgmma") and one entry per variant ("sm90.small_m", ...).
   std::string selected;
+  int variants = 0;
   for (const auto& k : d.kernels) {
-    if (k.name != "cublaslt") selected = k.name;
+    if (k.name == "cublaslt") continue;
+    if (k.name.find('.') == std::string::npos) {
+      selected = k.name;
+      continue;
+    }
+    ++variants;
+    EXPECT_FALSE(k.usable) << k.name << ": " << k.detail;
+    EXPECT_EQ(k.reason, "mismatch") << k.name << ": " << k.detail;
+    EXPECT_NE(k.detail.find("mismatch forced"), std::string::npos) << k.detail;
   }
   if (selected.empty()) GTEST_SKIP() << "this GPU has no native kernel; cuBLASLt serves anyway";
-  for (const auto& k : d.kernels) {
-    if (k.name == selected) {
-      EXPECT_FALSE(k.usable) << k.detail;
-      EXPECT_NE(k.detail.find("MISMATCH"), std::string::npos) << k.detail;
-    }
-  }
+  EXPECT_GT(variants, 0);
   EXPECT_EQ(d.devices[0].kernel, "cublaslt");
+  ExpectServes(h, core::BLayout::kKN, gen_, "cublaslt");
   core::GemmRequest r;
   core::Problem p = MakeProblem(128, 256, 512, core::BLayout::kKN, core::DType::kBF16);
   HostOperands ops;
   FillRandom(p, ops, gen_, false);
   r.problems = {p};
-  auto res = RunOne(h, r);
-  ASSERT_TRUE(res.ok()) << res.status();
-  EXPECT_EQ(res->kernel, "cublaslt");
-  EXPECT_LE(CheckEntry(p, res->outputs[0], 0, ops.b), 8e-3);
   r.kernel = selected;  // asking for the disabled kernel explicitly is refused
   EXPECT_EQ(RunOne(h, r).status().code(), absl::StatusCode::kFailedPrecondition);
 }

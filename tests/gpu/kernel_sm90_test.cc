@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gemm/kernel.h"
+#include "gemm/qualification.h"
 #include "gtest/gtest.h"
 #include "kernel_test_device.h"
 #include "kernel_test_util.h"
@@ -425,6 +426,36 @@ TEST(Sm90Dispatch, UnalignedPitchFallsBack) {
   sm.kind = KernelKind::kSm90;
   EXPECT_TRUE(absl::IsFailedPrecondition(Gemm(args, nullptr, sm)));
   EXPECT_TRUE(RunKind(args, KernelKind::kAuto).ok());  // kAuto routes it to cuBLASLt
+}
+
+// A variant outside LaunchOptions::usable_variants never runs: an explicit kSm90 call is refused
+// with UNIMPLEMENTED, kAuto serves it through cuBLASLt (correct numbers); the small-M kernel and
+// each tile variant have their own bit (sm90/sm90_variant.h, gemm/qualification.h).
+TEST(Sm90Dispatch, UnqualifiedVariantsAreRefusedOrServedThroughCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const std::vector<std::string> names = NativeVariantNames(KernelKind::kSm90);
+  ASSERT_EQ(names.size(), 6u);
+  for (const Case& cs : {Case{8, 512, 256, 1, BLayout::kKN, DType::kBF16},       // small-M
+                         Case{256, 512, 384, 1, BLayout::kNK, DType::kBF16}}) {  // a WGMMA tile
+    SCOPED_TRACE(Name(cs));
+    Operands ops(cs);
+    ASSERT_TRUE(RunKind(ops.Args(cs, ops.ref->get()), KernelKind::kCublasLt).ok());
+    const StridedBatch args = ops.Args(cs, ops.d->get());
+    LaunchOptions none;
+    none.kind = KernelKind::kSm90;
+    none.usable_variants = 0;
+    DeviceBuffer work(WorkspaceBytes(args, KernelKind::kSm90) + 1);
+    none.workspace = work.get();
+    none.workspace_bytes = work.bytes();
+    const absl::Status refused = Gemm(args, nullptr, none);
+    EXPECT_TRUE(absl::IsUnimplemented(refused)) << refused;
+    none.kind = KernelKind::kAuto;
+    ASSERT_TRUE(Gemm(args, nullptr, none).ok());
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_LE(testing::DeviceRelError(ops.d->get(), ops.ref->get(), cs.dtype, cs.m, cs.n, ops.ldd,
+                                      cs.batch, ops.sd),
+              Tolerance(cs.dtype));
+  }
 }
 
 }  // namespace

@@ -157,6 +157,29 @@ TEST(MetricsTest, KernelInfoReplacesPreviousKernel) {
   EXPECT_FALSE(Has(text, "gemm_kernel_info{device=\"0\",kernel=\"sm90_wgmma\"}")) << text;
 }
 
+TEST(MetricsTest, UnusableVariantsCarryABoundedReasonAndClearWhenUsable) {
+  auto m = *Metrics::Create(0);
+  m->SetVariantUsability("sm90.wgmma_128x256", false, "timeout");
+  m->SetVariantUsability("sm90.small_m", false, "free text from a log line");
+  m->SetVariantUsability("sm90.wgmma_64x128", true, "");
+  std::string text = m->Serialize();
+  EXPECT_TRUE(Has(
+      text, "gemm_kernel_variant_unusable{reason=\"timeout\",variant=\"sm90.wgmma_128x256\"} 1"))
+      << text;
+  EXPECT_TRUE(
+      Has(text, "gemm_kernel_variant_unusable{reason=\"error\",variant=\"sm90.small_m\"} 1"))
+      << text;
+  EXPECT_FALSE(Has(text, "sm90.wgmma_64x128")) << text;
+  m->SetVariantUsability("sm90.wgmma_128x256", false, "mismatch");  // the reason changed
+  m->SetVariantUsability("sm90.small_m", true, "");                 // qualified after all
+  text = m->Serialize();
+  EXPECT_TRUE(Has(
+      text, "gemm_kernel_variant_unusable{reason=\"mismatch\",variant=\"sm90.wgmma_128x256\"} 1"))
+      << text;
+  EXPECT_FALSE(Has(text, "reason=\"timeout\"")) << text;
+  EXPECT_FALSE(Has(text, "sm90.small_m")) << text;
+}
+
 TEST(MetricsTest, ThreadSafe) {
   auto m = *Metrics::Create(0);
   std::vector<std::thread> threads;

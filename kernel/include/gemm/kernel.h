@@ -72,6 +72,11 @@ struct LaunchOptions {
   // returned, never from another thread in between.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  // Native variants this call may run: bit i is variant i of the device's kernel family
+  // (NativeVariantNames in gemm/qualification.h). A call whose variant is not in the set is
+  // served by cuBLASLt when kind is kAuto and fails with UNIMPLEMENTED otherwise. The server
+  // passes the variants that passed qualification. Default: every variant.
+  uint64_t usable_variants = ~uint64_t{0};
 };
 
 // The kernel that kAuto picks for `device` (exact compute capability), or an error when the

@@ -1,8 +1,11 @@
 // mbarrier wrappers (SM90+): init, arrive (local, remote-in-cluster, with expected bytes) and
-// parity wait. Addresses are 32-bit shared-memory addresses (cvta to shared).
+// parity wait (bounded in the GEMM_MBARRIER_TIMEOUT_NS build). Addresses are 32-bit shared-memory
+// addresses (cvta to shared).
 #pragma once
 
 #include <cstdint>
+
+#include "ptx/bounded_wait.cuh"
 
 namespace gemm::kernel::ptx {
 
@@ -43,15 +46,12 @@ __device__ __forceinline__ void MbarArriveCluster(uint32_t bar, uint32_t cta_ran
       : "memory");
 }
 
-// Blocks until the phase with parity `parity` has completed.
-__device__ __forceinline__ void MbarWait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n}" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+// Blocks until the phase with parity `parity` has completed. `site` and `tile` name the wait in
+// the bounded-wait build's timeout record (ptx/bounded_wait.cuh); otherwise unused.
+__device__ __forceinline__ void MbarWait(uint32_t bar, uint32_t parity,
+                                         WaitSite site = WaitSite::kUnnamed,
+                                         uint32_t tile = 0xffffffffu) {
+  MbarWaitParity<false>(bar, parity, site, tile);
 }
 
 }  // namespace gemm::kernel::ptx

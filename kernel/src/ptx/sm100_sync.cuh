@@ -23,25 +23,25 @@ __device__ __forceinline__ void FenceMbarrierInit() {
 }
 
 // Spins until the phase of parity `parity` of the local mbarrier `bar` has completed
-// (cluster-scope acquire: arrivals may come from the peer CTA).
-__device__ __forceinline__ void MbarrierWait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n\t.reg .pred done;\n\t"
-      "WAIT_%=:\n\t"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
-      "@!done bra WAIT_%=;\n\t}" ::"r"(bar),
-      "r"(parity)
-      : "memory");
+// (cluster-scope acquire: arrivals may come from the peer CTA). `site` and `tile` name the wait in
+// the bounded-wait build's timeout record (ptx/bounded_wait.cuh); otherwise unused.
+__device__ __forceinline__ void MbarrierWait(uint32_t bar, uint32_t parity,
+                                             WaitSite site = WaitSite::kUnnamed,
+                                             uint32_t tile = 0xffffffffu) {
+  MbarWaitParity<true>(bar, parity, site, tile);
 }
 
 // Arrive + expect `bytes` of async transactions on a barrier in any CTA of the cluster
 // (`cluster_bar` from MapaShared).
+// NOTE: .release.cta, not .release.cluster: the arrive publishes no generic-proxy writes (the
+// bytes it announces arrive by TMA and complete_tx), and .release.cluster compiles to a GPU-wide
+// fence (MEMBAR) before every arrive, once per pipeline stage.
 __device__ __forceinline__ void MbarrierArriveExpectTxCluster(uint32_t cluster_bar,
                                                               uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [%0], %1;" ::"r"(
-                   cluster_bar),
-               "r"(bytes)
-               : "memory");
+  asm volatile(
+      "mbarrier.arrive.expect_tx.release.cta.shared::cluster.b64 _, [%0], %1;" ::"r"(cluster_bar),
+      "r"(bytes)
+      : "memory");
 }
 
 // Arrive + expect `bytes` on a local barrier.
@@ -51,10 +51,25 @@ __device__ __forceinline__ void MbarrierArriveExpectTx(uint32_t bar, uint32_t by
                : "memory");
 }
 
-// Plain arrive on a barrier in any CTA of the cluster.
+// Arrive on a barrier in any CTA of the cluster with CTA-scope release: for hand-offs ordered by
+// other means (the TMEM accumulator: tcgen05.wait::ld and fence::before_thread_sync), where
+// cluster scope would only add a GPU-wide fence per tile.
+__device__ __forceinline__ void MbarrierArriveRemote(uint32_t cluster_bar) {
+  asm volatile("mbarrier.arrive.release.cta.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar)
+               : "memory");
+}
+
+// Arrive on a barrier in any CTA of the cluster, releasing this thread's shared-memory reads to
+// the peer CTA (the CLC response slots, rewritten by the leader's next try_cancel).
 __device__ __forceinline__ void MbarrierArriveCluster(uint32_t cluster_bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar)
                : "memory");
+}
+
+// Acquires the tensor map at `map` (global memory, written by a host copy) for the tensormap
+// proxy: required before the first TMA use of a map that is not a kernel parameter.
+__device__ __forceinline__ void FenceTensorMapAcquire(const void* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
 }
 
 // Makes this thread's generic-proxy shared-memory writes visible to the async proxy (TMA store).

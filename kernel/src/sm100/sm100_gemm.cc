@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "cuda_status.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "sm100/sm100_choice.h"
 #include "sm100/sm100_clc.h"
 #include "sm100/sm100_config.h"
 #include "sm100/sm100_params.h"
@@ -30,18 +34,13 @@
 namespace gemm::kernel::sm100 {
 namespace {
 
-// M at or below which the swap-AB kernel runs (B fills the MMA's 256-row M slot).
-constexpr int64_t kSmallM = 128;
-
 // Device facts the launch needs, read at run time (a GB200 has 148 SMs, not 192).
 struct DeviceInfo {
   int sm_count = 0;
   int smem_optin = 0;
 };
 
-absl::StatusOr<DeviceInfo> QueryDevice() {
-  int dev = 0;
-  GEMM_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&dev), "cudaGetDevice"));
+absl::StatusOr<DeviceInfo> ReadDevice(int dev) {
   int major = 0, minor = 0;
   DeviceInfo info;
   GEMM_RETURN_IF_ERROR(CudaStatus(
@@ -59,6 +58,21 @@ absl::StatusOr<DeviceInfo> QueryDevice() {
       cudaDeviceGetAttribute(&info.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
       "smem opt-in"));
   return info;
+}
+
+// The current device's facts, read once per device (they never change while the process runs).
+absl::StatusOr<DeviceInfo> QueryDevice() {
+  constexpr int kMaxDevices = 64;
+  static absl::Mutex mu(absl::kConstInit);
+  static DeviceInfo cache[kMaxDevices] ABSL_GUARDED_BY(mu);
+  int dev = 0;
+  GEMM_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&dev), "cudaGetDevice"));
+  if (dev < 0 || dev >= kMaxDevices) return ReadDevice(dev);
+  absl::MutexLock lock(&mu);
+  if (cache[dev].sm_count == 0) {
+    GEMM_ASSIGN_OR_RETURN(cache[dev], ReadDevice(dev));
+  }
+  return cache[dev];
 }
 
 // Scheduling and tile-shape choices of one call, from the environment (read per call, so tests
@@ -94,7 +108,7 @@ struct MapSpec {
 
 // cuTensorMapEncodeTiled through the runtime's driver entry point: the library does not link
 // libcuda, so binaries start on machines without a driver.
-absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
+absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> LookUpEncodeFn() {
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult q;
   GEMM_RETURN_IF_ERROR(CudaStatus(
@@ -104,6 +118,12 @@ absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
     return absl::InternalError("cuTensorMapEncodeTiled not found in the driver");
   }
   return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+}
+
+// The entry point, looked up once per process.
+absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
+  static const absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> fn = LookUpEncodeFn();
+  return fn;
 }
 
 absl::StatusOr<CUtensorMap> Encode(const MapSpec& s) {
@@ -136,35 +156,29 @@ struct BatchStrides {
 absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
                                       const VariantKey& key) {
   const uint64_t batch = static_cast<uint64_t>(bs.batch);
-  const int x_rows_box = 128 * key.m_waves;       // per-CTA X rows (one box: <= 256)
-  const int y_rows_box = key.swap_ab ? 64 : 128;  // per-CTA Y rows (kUmmaN / 2)
-  // A: [M, K] row-major, always K-major.
+  // Every box comes from the variant's KernelConfig (sm100_variant.h), as do the device's
+  // expect_tx bytes: the two cannot drift apart.
+  const Geometry g = GeometryOf(key);
+  const Box& a_box = key.swap_ab ? g.y : g.x;  // A: [M, K] row-major, always K-major
+  const Box& b_box = key.swap_ab ? g.x : g.y;  // B: [N, K] (K-major) or [K, N] (MN-major)
   MapSpec a{.ptr = p.a,
             .inner = static_cast<uint64_t>(p.k),
             .outer = static_cast<uint64_t>(p.m),
             .batch = batch,
             .pitch_bytes = static_cast<uint64_t>(p.lda) * 2,
             .batch_stride_bytes = static_cast<uint64_t>(bs.a) * 2,
-            .box_inner = 64,
-            .box_outer = static_cast<uint32_t>(key.swap_ab ? y_rows_box : x_rows_box)};
-  // B: [N, K] (K-major) or [K, N] (MN-major: boxes of 64 N x 64 K).
+            .box_inner = a_box.inner,
+            .box_outer = a_box.outer};
   const bool b_mn = p.b_layout == BLayout::kKN;
   MapSpec b{.ptr = p.b,
+            .inner = static_cast<uint64_t>(b_mn ? p.n : p.k),
+            .outer = static_cast<uint64_t>(b_mn ? p.k : p.n),
             .batch = batch,
             .pitch_bytes = static_cast<uint64_t>(p.ldb) * 2,
             .batch_stride_bytes = static_cast<uint64_t>(bs.b) * 2,
-            .box_inner = 64};
-  if (b_mn) {
-    b.inner = static_cast<uint64_t>(p.n);
-    b.outer = static_cast<uint64_t>(p.k);
-    b.box_outer = 64;
-  } else {
-    b.inner = static_cast<uint64_t>(p.k);
-    b.outer = static_cast<uint64_t>(p.n);
-    b.box_outer = static_cast<uint32_t>(key.swap_ab ? x_rows_box : y_rows_box);
-  }
-  // D (and C): [M, N] row-major. Wide kernel: 32 rows x 128 bytes, 128B-swizzled.
-  // Swap-AB: 32 N x 32 M, no swizzle.
+            .box_inner = b_box.inner,
+            .box_outer = b_box.outer};
+  // D (and C): [M, N] row-major.
   const uint64_t es = DTypeSize(p.d_dtype);
   const CUtensorMapDataType out_type = p.d_dtype == DType::kFP32 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT32
                                                                  : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
@@ -174,10 +188,10 @@ absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
             .batch = bs.d_batch > 0 ? static_cast<uint64_t>(bs.d_batch) : batch,
             .pitch_bytes = static_cast<uint64_t>(p.ldd) * es,
             .batch_stride_bytes = static_cast<uint64_t>(bs.d) * es,
-            .box_inner = static_cast<uint32_t>(key.swap_ab ? 32 : 128 / es),
-            .box_outer = 32,
+            .box_inner = g.out.inner,
+            .box_outer = g.out.outer,
             .dtype = out_type,
-            .swizzle = key.swap_ab ? CU_TENSOR_MAP_SWIZZLE_NONE : CU_TENSOR_MAP_SWIZZLE_128B,
+            .swizzle = g.out_swizzle_128b ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
             .l2 = CU_TENSOR_MAP_L2_PROMOTION_NONE};
   MapSpec c = d;
   if (p.beta != 0.0f && p.c != nullptr) {
@@ -195,24 +209,45 @@ absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
   return maps;
 }
 
-ProblemShape ShapeOf(const Problem& p, bool swap_ab) {
-  ProblemShape s;
-  s.rows_x = static_cast<int32_t>(swap_ab ? p.n : p.m);
-  s.rows_y = static_cast<int32_t>(swap_ab ? p.m : p.n);
-  s.k = static_cast<int32_t>(p.k);
-  s.alpha = p.alpha;
+BatchQuery QueryOf(const Problem& p, int64_t batch) {
   // C is read only when beta != 0 and a C pointer exists.
-  s.beta = p.c != nullptr ? p.beta : 0.0f;
-  return s;
+  return BatchQuery{.m = p.m, .n = p.n, .k = p.k, .batch = batch,
+                    .b_kn = p.b_layout == BLayout::kKN, .out_f32 = p.d_dtype == DType::kFP32,
+                    .alpha = p.alpha, .beta = p.c != nullptr ? p.beta : 0.0f};
+}
+
+ProblemShape ShapeOf(const Problem& p, bool swap_ab) {
+  return sm100::ShapeOf(QueryOf(p, 1), swap_ab);
 }
 
 VariantKey KeyOf(const Problem& p, bool swap_ab) {
-  VariantKey key;
-  key.swap_ab = swap_ab;
-  key.x_mn_major = swap_ab && p.b_layout == BLayout::kKN;
-  key.y_mn_major = !swap_ab && p.b_layout == BLayout::kKN;
-  key.out_f32 = p.d_dtype == DType::kFP32;
-  return key;
+  return sm100::KeyOf(p.b_layout == BLayout::kKN, p.d_dtype == DType::kFP32, swap_ab);
+}
+
+// UNIMPLEMENTED (the automatic dispatch then serves the call through cuBLASLt) unless `key` is
+// among the `usable` variants (LaunchOptions::usable_variants).
+absl::Status CheckUsable(const VariantKey& key, uint64_t usable) {
+  if ((usable >> VariantIndex(key)) & 1u) return absl::OkStatus();
+  return absl::UnimplementedError(
+      absl::StrCat("sm100 variant ", VariantName(key), " is not qualified on this device"));
+}
+
+// Co-resident clusters of `key` on the current device (occupancy), queried once per device and
+// variant; 0 when unknown.
+int ResidentClusters(const VariantKey& key) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices][kNumVariants] = {};  // 0: not queried yet
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
+    return MaxActiveClusters(key);
+  }
+  std::atomic<int>& slot = cache[dev][VariantIndex(key)];
+  int n = slot.load(std::memory_order_relaxed);
+  if (n == 0) {
+    n = MaxActiveClusters(key);
+    if (n > 0) slot.store(n, std::memory_order_relaxed);
+  }
+  return n;
 }
 
 // Persistent grid: one 2-CTA cluster per co-resident pair of SMs, never more than the tiles.
@@ -235,20 +270,10 @@ absl::StatusOr<int> NumClusters(const VariantKey& key, const DeviceInfo& dev, in
                                                       " B of shared memory, device allows ",
                                                       dev.smem_optin));
   }
-  int clusters = MaxActiveClusters(key);
+  int clusters = ResidentClusters(key);
   if (clusters <= 0) clusters = dev.sm_count / 2;
   if (clusters <= 0) return absl::FailedPreconditionError("no SMs for the sm100 kernel");
   return static_cast<int>(std::min<int64_t>(clusters, std::max<int64_t>(tiles, 1)));
-}
-
-template <int kUmmaN>
-using Sched = TileScheduler<256, kUmmaN, 64>;
-
-// Work units of the variant `key` (its cluster tile: 256 x 128 swapped, 256 or 512 x 256 wide).
-int64_t TotalTiles(const VariantKey& key, const ProblemShape* shapes, int32_t n, bool uniform) {
-  if (key.swap_ab) return Sched<128>::TotalTiles(shapes, n, uniform);
-  if (key.m_waves == 2) return TileScheduler<512, 256, 64>::TotalTiles(shapes, n, uniform);
-  return Sched<256>::TotalTiles(shapes, n, uniform);
 }
 
 // Scratch memory the caller lent for split-K partials (may be empty).
@@ -302,43 +327,39 @@ absl::Status LaunchSplitK(const Problem& p, int32_t splits, int clusters, const 
 }
 
 absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t stream,
-                         const DeviceInfo& dev, const Scratch& scratch = {}) {
+                         const DeviceInfo& dev, uint64_t usable, const Scratch& scratch = {}) {
   const Tuning tuning = ReadTuning();
-  const bool swap_ab = p.m <= kSmallM;
-  VariantKey key = KeyOf(p, swap_ab);
+  BatchQuery q = QueryOf(p, bs.batch);
+  q.forced_m_waves = tuning.m_waves;
+  if (reinterpret_cast<uintptr_t>(scratch.ptr) % 16 == 0 && scratch.ptr != nullptr) {
+    q.scratch_bytes = scratch.bytes;
+  }
+  // Co-resident clusters (one CTA per SM for every variant: the same for 1 and 2 M-waves).
+  GEMM_ASSIGN_OR_RETURN(q.resident_clusters,
+                        NumClusters(KeyOf(p, p.m <= kSmallM), dev, INT32_MAX));
+  const BatchChoice choice = ChooseBatch(q);
+  GEMM_RETURN_IF_ERROR(CheckUsable(choice.key, usable));
+  if (choice.splits > 1) {
+    const int64_t units = choice.tiles * choice.splits;
+    const int split_clusters = tuning.clc ? static_cast<int>(units)
+                                          : static_cast<int>(std::min<int64_t>(
+                                                q.resident_clusters, units));
+    return LaunchSplitK(p, choice.splits, split_clusters, scratch, tuning.clc, stream);
+  }
   KernelParams params{};
-  params.shape = ShapeOf(p, swap_ab);
+  params.shape = sm100::ShapeOf(q, choice.key.swap_ab);
   params.group_maps = nullptr;
   params.group_shapes = nullptr;
   params.num_problems = static_cast<int32_t>(bs.batch);
   params.group_x = kGroupX;
   params.use_clc = tuning.clc ? 1 : 0;
-  // Co-resident clusters (one CTA per SM for every variant: the same for 1 and 2 M-waves).
-  GEMM_ASSIGN_OR_RETURN(const int resident, NumClusters(key, dev, INT32_MAX));
-  if (!swap_ab) {
-    // 2 M-waves for large shapes (ChooseMWaves), else one.
-    key.m_waves =
-        tuning.m_waves != 0 ? tuning.m_waves : ChooseMWaves(p.m, p.n, p.k, bs.batch, resident);
-  }
-  const int64_t tiles = TotalTiles(key, &params.shape, params.num_problems, true);
-  int clusters = static_cast<int>(std::min<int64_t>(resident, std::max<int64_t>(tiles, 1)));
+  int clusters = static_cast<int>(
+      std::min<int64_t>(q.resident_clusters, std::max<int64_t>(choice.tiles, 1)));
   if (tuning.clc) {
-    GEMM_ASSIGN_OR_RETURN(clusters, NumClusters(key, dev, tiles, /*clc=*/true));
+    GEMM_ASSIGN_OR_RETURN(clusters, NumClusters(choice.key, dev, choice.tiles, /*clc=*/true));
   }
-  if (swap_ab && bs.batch == 1 && reinterpret_cast<uintptr_t>(scratch.ptr) % 16 == 0) {
-    // Decode: too few N tiles to occupy the GPU; split K across the idle clusters.
-    const int32_t k_blocks = static_cast<int32_t>((p.k + 63) / 64);
-    const int32_t splits = ChooseKSplits(tiles, resident, k_blocks,
-                                         scratch.ptr ? MaxSplitsFor(scratch.bytes, p.m, p.n) : 0);
-    if (splits > 1) {
-      const int split_clusters =
-          tuning.clc ? static_cast<int>(tiles * splits)
-                     : static_cast<int>(std::min<int64_t>(resident, tiles * splits));
-      return LaunchSplitK(p, splits, split_clusters, scratch, tuning.clc, stream);
-    }
-  }
-  GEMM_ASSIGN_OR_RETURN(params.maps, BuildMaps(p, bs, key));
-  return CudaStatus(static_cast<cudaError_t>(LaunchVariant(key, params, clusters, stream)),
+  GEMM_ASSIGN_OR_RETURN(params.maps, BuildMaps(p, bs, choice.key));
+  return CudaStatus(static_cast<cudaError_t>(LaunchVariant(choice.key, params, clusters, stream)),
                     "sm100 kernel launch");
 }
 
@@ -374,7 +395,8 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
        (!needs_c || TmaStride(args.stride_c, es)));
   if (one_launch) {
     BatchStrides bs{args.batch, args.stride_a, args.stride_b, args.stride_c, args.stride_d};
-    return LaunchBatch(p, bs, stream, dev, Scratch{opts.workspace, opts.workspace_bytes});
+    return LaunchBatch(p, bs, stream, dev, opts.usable_variants,
+                       Scratch{opts.workspace, opts.workspace_bytes});
   }
   // Strides TMA cannot express (a broadcast operand with stride 0): one launch per entry, as
   // long as every entry stays 16-byte aligned.
@@ -391,7 +413,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
     e.b = static_cast<const uint16_t*>(p.b) + i * args.stride_b;
     if (p.c != nullptr) e.c = static_cast<const char*>(p.c) + i * args.stride_c * es;
     e.d = static_cast<char*>(p.d) + i * args.stride_d * es;
-    GEMM_RETURN_IF_ERROR(LaunchBatch(e, BatchStrides{}, stream, dev));
+    GEMM_RETURN_IF_ERROR(LaunchBatch(e, BatchStrides{}, stream, dev, opts.usable_variants));
   }
   return absl::OkStatus();
 }
@@ -411,11 +433,12 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
       reinterpret_cast<uintptr_t>(opts.workspace) % kGroupAlign != 0) {
     // No (usable) workspace for the descriptors: one launch per problem, still correct.
     for (const Problem& p : group)
-      GEMM_RETURN_IF_ERROR(LaunchBatch(p, BatchStrides{}, stream, dev));
+      GEMM_RETURN_IF_ERROR(LaunchBatch(p, BatchStrides{}, stream, dev, opts.usable_variants));
     return absl::OkStatus();
   }
   // The grouped launch uses the wide kernel for every problem (b_layout and d_dtype are shared).
   const VariantKey key = KeyOf(group[0], /*swap_ab=*/false);
+  GEMM_RETURN_IF_ERROR(CheckUsable(key, opts.usable_variants));
   // Separate, properly aligned host arrays (CUtensorMap is 64-byte aligned).
   std::vector<ProblemMaps> maps(group.size());
   std::vector<ProblemShape> shapes(group.size());

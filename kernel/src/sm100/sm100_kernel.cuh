@@ -43,6 +43,12 @@ namespace gemm::kernel::sm100 {
 // Loads one operand's slice of a K block (kRows rows x 64 K) into `dst`, signalling `bar`.
 // K-major: one box {64 K, kRows}. MN-major: kRows/64 boxes {64 MN, 64 K}, 8 KiB apart (the
 // descriptor's LBO).
+// A tile's id in the bounded-wait build's timeout record: block_x in the high 16 bits, block_y
+// in the low 16 bits.
+__device__ __forceinline__ uint32_t TileTag(const WorkTile& t) {
+  return (static_cast<uint32_t>(t.block_x) << 16) | (static_cast<uint32_t>(t.block_y) & 0xffffu);
+}
+
 template <bool kMnMajor, int kRows>
 __device__ __forceinline__ void LoadOperand(uint32_t dst, const CUtensorMap* map, int32_t row0,
                                             int32_t k0, int32_t batch, uint32_t bar) {
@@ -98,7 +104,8 @@ struct TileSource {
     for (;;) {
       ClcResponse r;
       if (cursor.NeedsResponse()) {
-        ptx::MbarrierWait(clc_full0 + 8 * st.index, st.ConsumerParity());
+        ptx::MbarrierWait(clc_full0 + 8 * st.index, st.ConsumerParity(),
+                          WaitSite::kSm100ClcResponse);
         r.canceled = ptx::ClcQueryCancel(response0 + 16 * st.index, &r.first_ctaid_x) != 0;
         if (warp_wide) __syncwarp();
         if (!warp_wide || threadIdx.x % 32 == 0) {
@@ -209,11 +216,16 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       PipelineState<kStages> st;
       while (src.Next(&tile, /*warp_wide=*/false)) {
         const ProblemMaps* maps = maps_of(tile.problem);
+        if (grouped) {  // maps copied to global memory by the host: acquire before TMA reads them
+          ptx::FenceTensorMapAcquire(&maps->x);
+          ptx::FenceTensorMapAcquire(&maps->y);
+        }
         const int32_t batch = grouped ? 0 : tile.problem;
         const int32_t x0 = tile.block_x * Cfg::kClusterBlockX + rank * Cfg::kRowsX;
         const int32_t y0 = tile.block_y * Cfg::kClusterBlockY + rank * Cfg::kRowsY;
         for (int32_t kb = 0; kb < tile.num_k_blocks; ++kb) {
-          ptx::MbarrierWait(empty_bar(st.index), st.ProducerParity());
+          ptx::MbarrierWait(empty_bar(st.index), st.ProducerParity(), WaitSite::kSm100ProducerEmpty,
+                            TileTag(tile));
           const uint32_t leader_full = ptx::MapaShared(full_bar(st.index), 0);
           ptx::MbarrierArriveExpectTxCluster(leader_full, Cfg::kStageBytes);
           const int32_t k0 = (tile.k_block_begin + kb) * Cfg::kBlockK;
@@ -227,7 +239,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       // NOTE: the leader's MMA warp commits to our "empty" barriers; wait for the last lap of
       // commits so no remote arrive targets this CTA's shared memory after it exits.
       for (int s = 0; s < kStages; ++s) {
-        ptx::MbarrierWait(empty_bar(st.index), st.ProducerParity());
+        ptx::MbarrierWait(empty_bar(st.index), st.ProducerParity(), WaitSite::kSm100ProducerDrain);
         st.Advance();
       }
     }
@@ -242,11 +254,13 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       PipelineState<kStages> st;
       PipelineState<Cfg::kAccumStages> acc;
       while (src.Next(&tile, /*warp_wide=*/true)) {
-        ptx::MbarrierWait(tmem_empty_bar(acc.index), acc.ProducerParity());
+        ptx::MbarrierWait(tmem_empty_bar(acc.index), acc.ProducerParity(),
+                          WaitSite::kSm100MmaTmemEmpty, TileTag(tile));
         ptx::Tcgen05FenceAfterThreadSync();
         const uint32_t d_tmem = tmem_base + AccumColumn(acc.index, 0, kUmmaN, kMWaves);
         for (int32_t kb = 0; kb < tile.num_k_blocks; ++kb) {
-          ptx::MbarrierWait(full_bar(st.index), st.ConsumerParity());
+          ptx::MbarrierWait(full_bar(st.index), st.ConsumerParity(), WaitSite::kSm100MmaFull,
+                            TileTag(tile));
           ptx::Tcgen05FenceAfterThreadSync();
           if (lane == 0) {
             const uint64_t x_desc =
@@ -286,6 +300,10 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     uint32_t buf = 0;
     while (src.Next(&tile, /*warp_wide=*/true)) {
       const ProblemMaps* maps = maps_of(tile.problem);
+      if (grouped && lane == 0) {  // the lane that issues this tile's C loads and D stores
+        ptx::FenceTensorMapAcquire(&maps->c);
+        ptx::FenceTensorMapAcquire(&maps->d);
+      }
       const ProblemShape& shape = shapes[grouped ? tile.problem : 0];
       const float alpha = shape.alpha;
       const float beta = shape.beta;
@@ -295,7 +313,8 @@ __global__ void __launch_bounds__(kNumThreads, 1)
       const int32_t store_batch = grouped ? 0 : tile.problem * Sched::SplitsOf(shape) + tile.split;
       const int32_t y_col0 = tile.block_y * Cfg::kClusterBlockY;
 
-      ptx::MbarrierWait(tmem_full_bar(acc.index), acc.ConsumerParity());
+      ptx::MbarrierWait(tmem_full_bar(acc.index), acc.ConsumerParity(),
+                        WaitSite::kSm100EpilogueTmemFull, TileTag(tile));
       ptx::Tcgen05FenceAfterThreadSync();
 
 #pragma unroll 1
@@ -323,12 +342,13 @@ __global__ void __launch_bounds__(kNumThreads, 1)
             ptx::MbarrierArriveExpectTx(bar, Cfg::kEpiChunkBytes);
             ptx::TmaLoad3d(stage_addr, &maps->c, c0, c1, batch, bar);
           }
-          ptx::MbarrierWait(bar, (c_phases >> buf) & 1u);
+          ptx::MbarrierWait(bar, (c_phases >> buf) & 1u, WaitSite::kSm100EpilogueC, TileTag(tile));
           c_phases ^= 1u << buf;
         }
 
         constexpr int kLoads = Cfg::kEpiColsPerChunk / 32;
         uint32_t r[kLoads][32];
+        __syncwarp();  // tcgen05.ld is warp-collective: reconverge after the per-lane C wait
 #pragma unroll
         for (int h = 0; h < kLoads; ++h) {
           ptx::Tcgen05Ld32x32bX32(t_acc + chunk * Cfg::kEpiColsPerChunk + h * 32, r[h]);
@@ -337,7 +357,7 @@ __global__ void __launch_bounds__(kNumThreads, 1)
         if (wc == kMWaves * Cfg::kEpiChunks - 1) {
           // Accumulator drained: hand it back to the leader's MMA warp (all 256 threads arrive).
           ptx::Tcgen05FenceBeforeThreadSync();
-          ptx::MbarrierArriveCluster(ptx::MapaShared(tmem_empty_bar(acc.index), 0));
+          ptx::MbarrierArriveRemote(ptx::MapaShared(tmem_empty_bar(acc.index), 0));
         }
 
         if constexpr (!Cfg::kSwapAB) {
@@ -415,12 +435,12 @@ __global__ void __launch_bounds__(kNumThreads, 1)
     if (lane == 0) {
       PipelineState<kClcStages> st;
       for (;;) {
-        ptx::MbarrierWait(clc_empty_bar(st.index), st.ProducerParity());
+        ptx::MbarrierWait(clc_empty_bar(st.index), st.ProducerParity(), WaitSite::kSm100ClcEmpty);
         const uint32_t full = clc_full_bar(st.index);
         ptx::MbarrierArriveExpectTx(full, kClcResponseBytes);
         ptx::MbarrierArriveExpectTxCluster(ptx::MapaShared(full, 1), kClcResponseBytes);
         ptx::ClcTryCancelMulticast(clc_response + 16 * st.index, full);
-        ptx::MbarrierWait(full, st.ConsumerParity());
+        ptx::MbarrierWait(full, st.ConsumerParity(), WaitSite::kSm100ClcFull);
         uint32_t first_x = 0;
         const uint32_t canceled = ptx::ClcQueryCancel(clc_response + 16 * st.index, &first_x);
         ptx::FenceProxyAsyncShared();

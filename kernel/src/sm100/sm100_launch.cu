@@ -15,47 +15,6 @@
 namespace gemm::kernel::sm100 {
 namespace {
 
-using WideBf16 = KernelConfig<256, false, false>;
-using WideF32 = KernelConfig<256, false, true>;
-using SwapBf16 = KernelConfig<128, true, false>;
-using SwapF32 = KernelConfig<128, true, true>;
-// Two M-waves: 512 x 256 cluster tiles, one TMEM accumulator.
-using Wide2Bf16 = KernelConfig<256, false, false, 2>;
-using Wide2F32 = KernelConfig<256, false, true, 2>;
-
-// Names one compiled variant: config, X MN-major, Y MN-major.
-template <class Cfg, bool kXMn, bool kYMn>
-struct Variant {};
-
-// Calls f(Variant<Cfg, kXMn, kYMn>{}) for the variant `key` names.
-template <class F>
-int WithVariant(const VariantKey& key, F&& f) {
-  if (key.swap_ab) {
-    // X = B (MN-major when B is [K,N]), Y = A (always K-major).
-    if (key.out_f32) {
-      return key.x_mn_major ? f(Variant<SwapF32, true, false>{})
-                            : f(Variant<SwapF32, false, false>{});
-    }
-    return key.x_mn_major ? f(Variant<SwapBf16, true, false>{})
-                          : f(Variant<SwapBf16, false, false>{});
-  }
-  // X = A (K-major), Y = B (MN-major when B is [K,N]).
-  if (key.m_waves == 2) {
-    if (key.out_f32) {
-      return key.y_mn_major ? f(Variant<Wide2F32, false, true>{})
-                            : f(Variant<Wide2F32, false, false>{});
-    }
-    return key.y_mn_major ? f(Variant<Wide2Bf16, false, true>{})
-                          : f(Variant<Wide2Bf16, false, false>{});
-  }
-  if (key.out_f32) {
-    return key.y_mn_major ? f(Variant<WideF32, false, true>{})
-                          : f(Variant<WideF32, false, false>{});
-  }
-  return key.y_mn_major ? f(Variant<WideBf16, false, true>{})
-                        : f(Variant<WideBf16, false, false>{});
-}
-
 void FillLaunchConfig(cudaLaunchConfig_t* cfg, cudaLaunchAttribute* attr, int num_clusters,
                       uint32_t smem_bytes, cudaStream_t stream) {
   *cfg = {};

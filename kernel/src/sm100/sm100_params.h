@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "sm100/sm100_scheduler.h"
+#include "sm100/sm100_variant.h"
 
 namespace gemm::kernel::sm100 {
 
@@ -28,15 +29,6 @@ struct KernelParams {
   int32_t num_problems;              // batch count, or group size
   int32_t group_x;                   // grouped-L2 width in cluster tiles
   int32_t use_clc;  // 1: Cluster Launch Control (grid = one cluster per work unit), 0: static
-};
-
-// Which compiled variant to launch.
-struct VariantKey {
-  bool swap_ab = false;     // small-M kernel: B in the MMA's M slot
-  bool x_mn_major = false;  // X operand is MN-major in global memory (B as [K,N] when swapped)
-  bool y_mn_major = false;  // Y operand is MN-major (B as [K,N] when not swapped)
-  bool out_f32 = false;
-  int m_waves = 1;  // wide kernel only: 1 (256 x 256 cluster tiles) or 2 (512 x 256)
 };
 
 // Shared memory bytes the variant needs.

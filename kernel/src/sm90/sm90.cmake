@@ -1,7 +1,7 @@
 # SM90 (H100/H200) persistent WGMMA kernel. Device code is guarded by __CUDA_ARCH_FEAT_SM90_ALL,
 # so the sm_100a pass of gemm_kernel compiles empty kernel bodies (never launched: the dispatch
 # checks for compute capability 9.0 exactly).
-target_sources(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/sm90_gemm.cc
+target_sources(${GEMM_KERNEL_LIB} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/sm90_gemm.cc
                                    ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bn128.cu
                                    ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bn256.cu
                                    ${CMAKE_CURRENT_LIST_DIR}/sm90_inst_bm256.cu

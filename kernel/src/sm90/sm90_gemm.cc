@@ -22,6 +22,7 @@
 #include "sm90/sm90_launch.h"
 #include "sm90/sm90_params.h"
 #include "sm90/sm90_split.h"
+#include "sm90/sm90_variant.h"
 #include "validate.h"
 
 namespace gemm::kernel::sm90 {
@@ -430,11 +431,25 @@ std::size_t WorkspaceBytes(std::span<const Problem> group) {
   return static_cast<std::size_t>(bytes);
 }
 
+namespace {
+
+// UNIMPLEMENTED (the automatic dispatch then serves through cuBLASLt) when `cfg`'s compiled
+// variant is not in `usable_variants`.
+absl::Status CheckQualified(const TileConfig& cfg, uint64_t usable_variants) {
+  const int v = TileVariant(cfg.block_m, cfg.block_n);
+  if (VariantAllowed(usable_variants, v)) return absl::OkStatus();
+  return absl::UnimplementedError(absl::StrCat("sm90: variant ", v < 0 ? "unknown" : VariantName(v),
+                                               " is not qualified on this device"));
+}
+
+}  // namespace
+
 absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
   GEMM_ASSIGN_OR_RETURN(const DeviceLimits limits, Limits());
   const Problem& p = args.problem;
   int debug_flags = 0;
   GEMM_ASSIGN_OR_RETURN(const TileConfig cfg, ConfigFor(args, limits, &debug_flags));
+  GEMM_RETURN_IF_ERROR(CheckQualified(cfg, opts.usable_variants));
   KernelParams<1> params{};
   params.debug_flags = debug_flags;
   GEMM_RETURN_IF_ERROR(BuildProblem(p, args.batch, args.stride_a, args.stride_b, args.stride_c,
@@ -460,6 +475,16 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
                          const LaunchOptions& opts) {
   GEMM_ASSIGN_OR_RETURN(const DeviceLimits limits, Limits());
   const std::vector<Problem> sorted = LaunchOrder(group);
+  // Every launch's variant is checked before the first is enqueued: a refused group is served
+  // whole by the fallback, never half by this kernel.
+  for (std::size_t first = 0; first < sorted.size(); first += kMaxGroupPerLaunch) {
+    const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, sorted.size() - first);
+    int debug_flags = 0;
+    GEMM_ASSIGN_OR_RETURN(
+        const TileConfig cfg,
+        GroupConfigFor(std::span(sorted.data() + first, count), limits, &debug_flags));
+    GEMM_RETURN_IF_ERROR(CheckQualified(cfg, opts.usable_variants));
+  }
   for (std::size_t first = 0; first < sorted.size(); first += kMaxGroupPerLaunch) {
     const std::size_t count = std::min<std::size_t>(kMaxGroupPerLaunch, sorted.size() - first);
     std::span<const Problem> chunk(sorted.data() + first, count);

@@ -273,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             decode_to_record(u_next);
             decoded = true;
           }
-          MbarWait(empty_bar(stage), phase ^ 1);
+          MbarWait(empty_bar(stage), phase ^ 1, WaitSite::kSm90ProducerEmpty, u);
           const uint32_t full = full_bar(stage);
           if (params.debug_flags & kDebugNoLoads) {
             MbarArrive(full);
@@ -345,7 +345,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 
       int prev_stage = 0;
       for (int kb = kb_begin; kb < kb_end; ++kb) {
-        MbarWait(full_bar(stage), phase);
+        MbarWait(full_bar(stage), phase, WaitSite::kSm90ConsumerFull, u);
         WgmmaFence();
         // Descriptors of this stage: the slot-0 descriptor's low word plus the byte offset / 16
         // in its start-address field (never carries: shared addresses stay below 2^18); the high

@@ -3,5 +3,5 @@
 # gemm_kernel (its instructions, mma.sync / ldmatrix / cp.async, exist on sm_90a and sm_100a
 # alike), so a call on any device computes the right result; the dispatch uses it on compute
 # capability 9.0.
-target_sources(gemm_kernel PRIVATE ${CMAKE_CURRENT_LIST_DIR}/small_m_heuristics.cc
+target_sources(${GEMM_KERNEL_LIB} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/small_m_heuristics.cc
                                    ${CMAKE_CURRENT_LIST_DIR}/small_m_launch.cu)
