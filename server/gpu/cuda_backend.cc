@@ -21,8 +21,8 @@
 #include "server/gpu/device_context.h"
 #include "server/gpu/executor.h"
 #include "server/gpu/host_copier.h"
-#include "server/gpu/resident.h"
 #include "server/gpu/qualification.h"
+#include "server/gpu/resident.h"
 #include "server/gpu/staging_pool.h"
 
 namespace gemm::gpu {

@@ -27,7 +27,7 @@ struct DeviceQualificationOptions {
 struct DeviceQualification {
   uint64_t usable_variants = 0;  // bit i: variant i passed (LaunchOptions::usable_variants)
   std::vector<core::KernelDescription> verdicts;  // one per native variant
-  bool cublaslt_ok = false;     // kCublasLt devices: cuBLASLt matched float64
+  bool cublaslt_ok = false;                       // kCublasLt devices: cuBLASLt matched float64
   bool cublaslt_wrong = false;  // kCublasLt devices: cuBLASLt computed wrong numbers
   std::string summary;          // one line for the log and GetServerInfo
 };

@@ -199,7 +199,8 @@ absl::StatusOr<Bound> BindOperands(const kernel::QualificationCase& c, Runner& r
     p.a = a;
     p.b = b;
     if (p.beta != 0.0f) {
-      GEMM_ASSIGN_OR_RETURN(void* cc, runner.Upload(RandomBytes(batch * p.m * p.n, p.d_dtype, gen)));
+      GEMM_ASSIGN_OR_RETURN(void* cc,
+                            runner.Upload(RandomBytes(batch * p.m * p.n, p.d_dtype, gen)));
       p.c = cc;
     }
     absl::Status st;

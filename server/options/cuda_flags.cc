@@ -58,8 +58,9 @@ ABSL_FLAG(int32_t, gpu_timing_every, kCuda.executor.gpu_timing_every,
           "per GPU; 1 times every unit. The others' answers carry host times only and set "
           "Timing.gpu_timing_skipped; the Prometheus copy-in, compute and copy-out histograms "
           "observe the timed ones. Timing a unit costs about 10 us of host time.");
-ABSL_FLAG(bool, self_test, kCuda.self_test,
-          "CUDA: qualify each GPU's kernel variants against cuBLASLt at start-up, in child processes.");
+ABSL_FLAG(
+    bool, self_test, kCuda.self_test,
+    "CUDA: qualify each GPU's kernel variants against cuBLASLt at start-up, in child processes.");
 
 // Kernel qualification (child processes under deadlines).
 ABSL_FLAG(std::string, qualify_binary, kCuda.qualify_binary,

@@ -32,19 +32,19 @@ TEST(Sm100GeometryTest, BoxBytesPerStageEqualTheDevicesExpectTxForAllTwelveVaria
     const uint32_t landed = g.x.Bytes() + g.y.Bytes();
     EXPECT_EQ(landed, g.stage_bytes);
     // The device's expect_tx per stage and C chunk (the same KernelConfig the kernel uses).
-    const uint32_t device_tx = WithVariant(key, []<class Cfg, bool kX, bool kY>(Variant<Cfg, kX, kY>) {
-      return Cfg::kStageBytes;
-    });
+    const uint32_t device_tx = WithVariant(
+        key, []<class Cfg, bool kX, bool kY>(Variant<Cfg, kX, kY>) { return Cfg::kStageBytes; });
     EXPECT_EQ(landed, device_tx);
-    const uint32_t chunk_tx = WithVariant(key, []<class Cfg, bool kX, bool kY>(Variant<Cfg, kX, kY>) {
-      return Cfg::kEpiChunkBytes;
-    });
+    const uint32_t chunk_tx = WithVariant(
+        key, []<class Cfg, bool kX, bool kY>(Variant<Cfg, kX, kY>) { return Cfg::kEpiChunkBytes; });
     EXPECT_EQ(g.out.Bytes(), chunk_tx);
     // The X rows cover the CTA's share of the cluster tile, Y likewise, K one block.
     const bool x_mn = key.swap_ab ? key.x_mn_major : false;
     const bool y_mn = key.swap_ab ? false : key.y_mn_major;
-    EXPECT_EQ((x_mn ? g.x.inner * g.x.count : g.x.outer) * 2, static_cast<uint32_t>(g.cluster_block_x));
-    EXPECT_EQ((y_mn ? g.y.inner * g.y.count : g.y.outer) * 2, static_cast<uint32_t>(g.cluster_block_y));
+    EXPECT_EQ((x_mn ? g.x.inner * g.x.count : g.x.outer) * 2,
+              static_cast<uint32_t>(g.cluster_block_x));
+    EXPECT_EQ((y_mn ? g.y.inner * g.y.count : g.y.outer) * 2,
+              static_cast<uint32_t>(g.cluster_block_y));
     EXPECT_EQ(x_mn ? g.x.outer : g.x.inner, static_cast<uint32_t>(g.block_k));
     // TMA: box dimensions <= 256 elements; with SWIZZLE_128B the inner extent is 128 bytes.
     for (const Box* b : {&g.x, &g.y, &g.out}) {

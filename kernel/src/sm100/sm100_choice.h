@@ -17,12 +17,12 @@ inline constexpr int64_t kSmallM = 128;
 // The facts of one strided batch the choice depends on.
 struct BatchQuery {
   int64_t m = 0, n = 0, k = 0, batch = 1;
-  bool b_kn = false;    // B stored [K,N]
+  bool b_kn = false;  // B stored [K,N]
   bool out_f32 = false;
   float alpha = 1.0f, beta = 0.0f;  // beta only counts with a C operand (set 0 without one)
-  int resident_clusters = 0;       // co-resident 2-CTA clusters on the device
-  int forced_m_waves = 0;          // 1 or 2 to force the wide kernel's M-waves; 0: heuristic
-  uint64_t scratch_bytes = 0;      // split-K workspace lent by the caller (16-byte aligned)
+  int resident_clusters = 0;        // co-resident 2-CTA clusters on the device
+  int forced_m_waves = 0;           // 1 or 2 to force the wide kernel's M-waves; 0: heuristic
+  uint64_t scratch_bytes = 0;       // split-K workspace lent by the caller (16-byte aligned)
 };
 
 struct BatchChoice {

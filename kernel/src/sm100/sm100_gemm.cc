@@ -16,13 +16,13 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/status_macros.h"
 #include "cuda_status.h"
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "sm100/sm100_choice.h"
 #include "sm100/sm100_clc.h"
 #include "sm100/sm100_config.h"
@@ -211,9 +211,14 @@ absl::StatusOr<ProblemMaps> BuildMaps(const Problem& p, const BatchStrides& bs,
 
 BatchQuery QueryOf(const Problem& p, int64_t batch) {
   // C is read only when beta != 0 and a C pointer exists.
-  return BatchQuery{.m = p.m, .n = p.n, .k = p.k, .batch = batch,
-                    .b_kn = p.b_layout == BLayout::kKN, .out_f32 = p.d_dtype == DType::kFP32,
-                    .alpha = p.alpha, .beta = p.c != nullptr ? p.beta : 0.0f};
+  return BatchQuery{.m = p.m,
+                    .n = p.n,
+                    .k = p.k,
+                    .batch = batch,
+                    .b_kn = p.b_layout == BLayout::kKN,
+                    .out_f32 = p.d_dtype == DType::kFP32,
+                    .alpha = p.alpha,
+                    .beta = p.c != nullptr ? p.beta : 0.0f};
 }
 
 ProblemShape ShapeOf(const Problem& p, bool swap_ab) {
@@ -335,15 +340,14 @@ absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t 
     q.scratch_bytes = scratch.bytes;
   }
   // Co-resident clusters (one CTA per SM for every variant: the same for 1 and 2 M-waves).
-  GEMM_ASSIGN_OR_RETURN(q.resident_clusters,
-                        NumClusters(KeyOf(p, p.m <= kSmallM), dev, INT32_MAX));
+  GEMM_ASSIGN_OR_RETURN(q.resident_clusters, NumClusters(KeyOf(p, p.m <= kSmallM), dev, INT32_MAX));
   const BatchChoice choice = ChooseBatch(q);
   GEMM_RETURN_IF_ERROR(CheckUsable(choice.key, usable));
   if (choice.splits > 1) {
     const int64_t units = choice.tiles * choice.splits;
-    const int split_clusters = tuning.clc ? static_cast<int>(units)
-                                          : static_cast<int>(std::min<int64_t>(
-                                                q.resident_clusters, units));
+    const int split_clusters =
+        tuning.clc ? static_cast<int>(units)
+                   : static_cast<int>(std::min<int64_t>(q.resident_clusters, units));
     return LaunchSplitK(p, choice.splits, split_clusters, scratch, tuning.clc, stream);
   }
   KernelParams params{};
@@ -353,8 +357,8 @@ absl::Status LaunchBatch(const Problem& p, const BatchStrides& bs, cudaStream_t 
   params.num_problems = static_cast<int32_t>(bs.batch);
   params.group_x = kGroupX;
   params.use_clc = tuning.clc ? 1 : 0;
-  int clusters = static_cast<int>(
-      std::min<int64_t>(q.resident_clusters, std::max<int64_t>(choice.tiles, 1)));
+  int clusters =
+      static_cast<int>(std::min<int64_t>(q.resident_clusters, std::max<int64_t>(choice.tiles, 1)));
   if (tuning.clc) {
     GEMM_ASSIGN_OR_RETURN(clusters, NumClusters(choice.key, dev, choice.tiles, /*clc=*/true));
   }

@@ -91,7 +91,8 @@ constexpr VariantKey VariantAt(int index) {
 inline std::string VariantName(const VariantKey& key) {
   const char* kernel = key.swap_ab ? "swap_ab" : (key.m_waves == 2 ? "wide2" : "wide");
   const bool b_mn = key.swap_ab ? key.x_mn_major : key.y_mn_major;
-  return std::string("sm100.") + kernel + (b_mn ? ".kn" : ".nk") + (key.out_f32 ? ".fp32" : ".bf16");
+  return std::string("sm100.") + kernel + (b_mn ? ".kn" : ".nk") +
+         (key.out_f32 ? ".fp32" : ".bf16");
 }
 
 // One TMA box: `inner` x `outer` elements of `elem_bytes`, issued `count` times per use.
@@ -146,8 +147,8 @@ inline int64_t TotalTiles(const VariantKey& key, const ProblemShape* shapes, int
                           bool uniform) {
   return WithVariant(key, [&]<class Cfg, bool kXMn, bool kYMn>(Variant<Cfg, kXMn, kYMn>) {
     return static_cast<int64_t>(
-        TileScheduler<Cfg::kClusterBlockX, Cfg::kClusterBlockY, Cfg::kBlockK>::TotalTiles(
-            shapes, n, uniform));
+        TileScheduler<Cfg::kClusterBlockX, Cfg::kClusterBlockY, Cfg::kBlockK>::TotalTiles(shapes, n,
+                                                                                          uniform));
   });
 }
 
