@@ -32,7 +32,3 @@ inline constexpr int64_t RoundUp(int64_t x, int64_t align) {
 }
 
 }  // namespace gemm::gpu
-
-// The start-up self-test's spelling of GEMM_RETURN_IF_ERROR (common/status_macros.h), which the
-// rest of the backend uses.
-#define GPU_RETURN_IF_ERROR(expr) GEMM_RETURN_IF_ERROR(expr)

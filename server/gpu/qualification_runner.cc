@@ -96,17 +96,17 @@ class Runner {
   }
 
   absl::Status Init() {
-    GPU_RETURN_IF_ERROR(
+    GEMM_RETURN_IF_ERROR(
         CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
     return absl::OkStatus();
   }
 
   absl::StatusOr<void*> Upload(const std::string& bytes) {
     void* p = nullptr;
-    GPU_RETURN_IF_ERROR(
+    GEMM_RETURN_IF_ERROR(
         CudaStatus(cudaMalloc(&p, std::max<size_t>(bytes.size(), 16)), "cudaMalloc"));
     allocs_.push_back(p);
-    GPU_RETURN_IF_ERROR(CudaStatus(
+    GEMM_RETURN_IF_ERROR(CudaStatus(
         cudaMemcpy(p, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "cudaMemcpy"));
     return p;
   }
@@ -116,7 +116,7 @@ class Runner {
     if (workspace_ != nullptr) cudaFree(workspace_);
     workspace_ = nullptr;
     workspace_bytes_ = 0;
-    GPU_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&workspace_, bytes), "cudaMalloc(workspace)"));
+    GEMM_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&workspace_, bytes), "cudaMalloc(workspace)"));
     workspace_bytes_ = bytes;
     return absl::OkStatus();
   }
@@ -126,8 +126,8 @@ class Runner {
                                   const std::vector<int64_t>& d_bytes, kernel::KernelKind kind,
                                   uint64_t usable_variants) {
     for (size_t i = 0; i < bound.size(); ++i) {
-      GPU_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(bound[i].d, 0xFF, d_bytes[i], stream_),
-                                     "cudaMemsetAsync"));  // poison (NaN)
+      GEMM_RETURN_IF_ERROR(CudaStatus(cudaMemsetAsync(bound[i].d, 0xFF, d_bytes[i], stream_),
+                                      "cudaMemsetAsync"));  // poison (NaN)
     }
     kernel::LaunchOptions opts;
     opts.kind = kind;
@@ -142,22 +142,22 @@ class Runner {
           (bound[0].b_layout == kernel::BLayout::kKN ? bound[0].k : bound[0].n) * bound[0].ldb;
       sb.stride_c = bound[0].c != nullptr ? bound[0].m * bound[0].ldc : 0;
       sb.stride_d = bound[0].m * bound[0].ldd;
-      GPU_RETURN_IF_ERROR(EnsureWorkspace(kernel::WorkspaceBytes(sb, kind)));
+      GEMM_RETURN_IF_ERROR(EnsureWorkspace(kernel::WorkspaceBytes(sb, kind)));
       opts.workspace = workspace_;
       opts.workspace_bytes = workspace_bytes_;
       st = kernel::Gemm(sb, stream_, opts);
     } else {
-      GPU_RETURN_IF_ERROR(EnsureWorkspace(kernel::WorkspaceBytes(bound, kind)));
+      GEMM_RETURN_IF_ERROR(EnsureWorkspace(kernel::WorkspaceBytes(bound, kind)));
       opts.workspace = workspace_;
       opts.workspace_bytes = workspace_bytes_;
       st = kernel::GemmGrouped(bound, stream_, opts);
     }
-    GPU_RETURN_IF_ERROR(st);
-    GPU_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"));
+    GEMM_RETURN_IF_ERROR(st);
+    GEMM_RETURN_IF_ERROR(CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"));
     std::string out;
     for (size_t i = 0; i < bound.size(); ++i) {
       std::string part(d_bytes[i], '\0');
-      GPU_RETURN_IF_ERROR(CudaStatus(
+      GEMM_RETURN_IF_ERROR(CudaStatus(
           cudaMemcpy(part.data(), bound[i].d, d_bytes[i], cudaMemcpyDeviceToHost), "cudaMemcpy"));
       out += part;
     }
@@ -206,7 +206,7 @@ absl::StatusOr<Bound> BindOperands(const kernel::QualificationCase& c, Runner& r
     absl::Status st;
     out.d_bytes.push_back(batch * p.m * p.n * static_cast<int64_t>(kernel::DTypeSize(p.d_dtype)));
     p.d = runner.Alloc(out.d_bytes.back(), &st);
-    GPU_RETURN_IF_ERROR(st);
+    GEMM_RETURN_IF_ERROR(st);
     out.problems.push_back(p);
   }
   return out;
@@ -230,7 +230,7 @@ absl::Status RunQualificationCase(const kernel::QualificationCase& c, const Case
                                   std::string* detail) {
   using kernel::DType;
   Runner runner;
-  GPU_RETURN_IF_ERROR(runner.Init());
+  GEMM_RETURN_IF_ERROR(runner.Init());
   std::mt19937_64 gen(std::random_device{}());
   GEMM_ASSIGN_OR_RETURN(Bound bound, BindOperands(c, runner, gen));
   const DType out_t = bound.problems[0].d_dtype;
