@@ -11,6 +11,8 @@
 #                               this opcode for it; query_cancel lowers to plain ALU ops on the
 #                               LDS.128 of the response, so it has no opcode of its own to check)
 #   - no LDL / STL and cuobjdump -res-usage STACK:0 LOCAL:0 (no local memory, no spills)
+#   - no GPU- or system-wide MEMBAR in the main loops (the TMA producer's and the MMA issuer's
+#     per-k-block loops; sass_loop_fences.py beside this script)
 # and, over all kernels, that the 2-M-wave variants (KernelConfig<..., 2>) are
 # among them.
 # Exits 0 when all hold, 1 otherwise (2 on usage errors). Needs cuobjdump (CUDA >= 12.8).
@@ -87,6 +89,7 @@ for k in "${kernels[@]}"; do
   check "UTMASTG (TMA store)" "$(grep -cE '\bUTMASTG\b' "$k")"
   check "UGETNEXTWORKID.BROADCAST (clusterlaunchcontrol.try_cancel multicast)" \
     "$(grep -cE '\bUGETNEXTWORKID(\.[A-Z0-9_]+)*\.BROADCAST\b' "$k")"
+  python3 "$(dirname "$0")/sass_loop_fences.py" "$k" || fail=1
   local_ops=$(grep -cE '\b(LDL|STL)(\.[A-Z0-9_]+)*\b' "$k")
   if [[ "$local_ops" -eq 0 ]]; then echo "   ok   no LDL/STL"; else echo "   FAIL $local_ops LDL/STL (local memory)"; fail=1; fi
   # cuobjdump -res-usage: "Function <name>:" then "REG:.. STACK:.. SHARED:.. LOCAL:.. ...".
@@ -112,7 +115,7 @@ else
 fi
 
 if [[ $fail -eq 0 ]]; then
-  echo "PASS: sm_100a SASS of all ${#kernels[@]} SM100 kernels has 2-CTA UMMA, multicast commit, LDTM, TMA load/store, CLC try_cancel, no local memory; 2-M-wave variants present"
+  echo "PASS: sm_100a SASS of all ${#kernels[@]} SM100 kernels has 2-CTA UMMA, multicast commit, LDTM, TMA load/store, CLC try_cancel, no local memory, no GPU-wide fence in the main loops; 2-M-wave variants present"
 else
   echo "FAIL: see above"
 fi
