@@ -84,7 +84,13 @@ absl::StatusOr<KernelKind> Resolve(KernelKind requested, int device) {
   return requested;
 }
 
+// Tells the caller which kernel serves the call (LaunchOptions::served).
+void Report(const LaunchOptions& opts, KernelKind kind) {
+  if (opts.served != nullptr) *opts.served = kind;
+}
+
 absl::Status RunCublasLt(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
+  Report(opts, KernelKind::kCublasLt);
   return reference::CublasLtGemm(args, stream, opts.workspace, opts.workspace_bytes);
 }
 
@@ -190,6 +196,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   GEMM_ASSIGN_OR_RETURN(const int device, CurrentDevice());
   GEMM_ASSIGN_OR_RETURN(const KernelKind kind, Resolve(opts.kind, device));
   const bool automatic = opts.kind == KernelKind::kAuto;
+  Report(opts, kind);
   switch (kind) {
     case KernelKind::kSm90: {
       // Each compiled variant runs only when qualified (sm90/sm90_variant.h): the small-M
@@ -230,7 +237,9 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
   GEMM_ASSIGN_OR_RETURN(const int device, CurrentDevice());
   GEMM_ASSIGN_OR_RETURN(const KernelKind kind, Resolve(opts.kind, device));
   const bool automatic = opts.kind == KernelKind::kAuto;
+  Report(opts, kind);
   auto loop_cublaslt = [&]() -> absl::Status {
+    Report(opts, KernelKind::kCublasLt);
     for (const Problem& p : group) {
       StridedBatch one;
       one.problem = p;

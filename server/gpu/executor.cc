@@ -550,10 +550,15 @@ absl::Status Executor::LaunchKernels(Unit& u) {
       opts.workspace = u.kslot->workspace;
       opts.workspace_bytes = u.kslot->workspace_bytes;
     }
-    // With kAuto, the kernel library itself serves a call its native kernel does not cover
-    // through cuBLASLt (kernel::ChooseKernel).
+    // With kAuto, the kernel library itself serves a call its native kernel does not cover (or
+    // whose variant did not qualify) through cuBLASLt, and says so: the answer names it.
+    kernel::KernelKind served = u.kind;
+    opts.served = &served;
     GEMM_RETURN_IF_ERROR(l.grouped ? kernel::GemmGrouped(l.group, kstream, opts)
                                    : kernel::Gemm(l.batch, kstream, opts));
+    if (served == kernel::KernelKind::kCublasLt) {
+      u.kernel_name = kernel::KernelName(kernel::KernelKind::kCublasLt);
+    }
   }
   return absl::OkStatus();
 }

@@ -77,6 +77,9 @@ struct LaunchOptions {
   // served by cuBLASLt when kind is kAuto and fails with UNIMPLEMENTED otherwise. The server
   // passes the variants that passed qualification. Default: every variant.
   uint64_t usable_variants = ~uint64_t{0};
+  // Where set, receives the kernel that served the call: the resolved native kind, or kCublasLt
+  // when kAuto fell back to it. Default: not reported.
+  KernelKind* served = nullptr;
 };
 
 // The kernel that kAuto picks for `device` (exact compute capability), or an error when the
