@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -242,6 +243,20 @@ DeviceQualificationOptions QualificationOptionsOf(const CudaBackendOptions& o) {
           .force_mismatch = o.self_test_force_mismatch};
 }
 
+// Qualifies every device's kernel at once (device i runs kinds[i]), each in its own child
+// processes: start-up waits for the slowest device, not for the sum of them.
+std::vector<DeviceQualification> QualifyDevices(const std::vector<kernel::KernelKind>& kinds,
+                                                const DeviceQualificationOptions& options) {
+  std::vector<DeviceQualification> out(kinds.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { out[i] = QualifyDevice(static_cast<int>(i), kinds[i], options); });
+  }
+  for (std::thread& t : threads) t.join();
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
@@ -277,6 +292,7 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
     return absl::InvalidArgumentError("host_copy_chunk_bytes must be in [4096, 1 GiB]");
   }
   std::vector<std::shared_ptr<DeviceContext>> devices;
+  std::vector<kernel::KernelKind> kinds;
   for (int i = 0; i < count; ++i) {
     auto ctx = DeviceContext::Create({.ordinal = i,
                                       .pool_cap_bytes = options.pool_cap_bytes,
@@ -286,29 +302,33 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
       return absl::Status(ctx.status().code(),
                           absl::StrCat("device ", i, ": ", ctx.status().message()));
     }
-    DeviceContext& d = **ctx;
-    absl::StatusOr<kernel::KernelKind> sel = kernel::SelectKernel(i);
-    if (!sel.ok()) return sel.status();
+    GEMM_ASSIGN_OR_RETURN(const kernel::KernelKind sel, kernel::SelectKernel(i));
+    kinds.push_back(sel);
+    devices.push_back(std::move(*ctx));
+  }
+  std::vector<DeviceQualification> verdicts;
+  if (options.self_test) verdicts = QualifyDevices(kinds, QualificationOptionsOf(options));
+  for (int i = 0; i < count; ++i) {
+    DeviceContext& d = *devices[i];
     bool usable = true;
     std::string detail = "qualification skipped";
     if (options.self_test) {
-      DeviceQualification q = QualifyDevice(i, *sel, QualificationOptionsOf(options));
+      DeviceQualification& q = verdicts[i];
       detail = q.summary;
       if (q.cublaslt_wrong) {
         // Nothing to fall back to: the device cannot serve correct results.
         GEMM_LOG(ERROR) << "device " << i << ": cuBLASLt qualification FAILED: " << detail;
         return absl::InternalError(absl::StrCat("device ", i, " qualification: ", detail));
       }
-      usable = *sel == kernel::KernelKind::kCublasLt || q.usable_variants != 0;
+      usable = kinds[i] == kernel::KernelKind::kCublasLt || q.usable_variants != 0;
       d.SetVariants(q.usable_variants, std::move(q.verdicts));
     }
-    d.SetKernel(*sel, usable, detail);
+    d.SetKernel(kinds[i], usable, detail);
     GEMM_LOG(INFO) << "device " << i << ": " << d.name() << ", compute capability " << d.cc_major()
                    << "." << d.cc_minor() << ", " << d.multiprocessors() << " SMs, "
                    << (d.memory_bytes() >> 20) << " MiB; pool cap " << (d.pool().cap_bytes() >> 20)
                    << " MiB; serving kernel " << kernel::KernelName(d.serving()) << " (" << detail
                    << ")";
-    devices.push_back(std::move(*ctx));
   }
   auto staging = StagingPool::Create(
       {.total_bytes = options.staging_bytes,
