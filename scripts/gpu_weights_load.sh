@@ -8,7 +8,8 @@
 # "weights: ... read X in Y s (Z GB/s)" gives the load rate. Then checks the placement: with
 # every visible GPU (CUDA_VISIBLE_DEVICES, e.g. 0,1,2,3) and --replicate_resident, every tensor
 # must list every GPU; without it, the tensors must be spread over the GPUs.
-# Records $RESULTS_DIR/<gpu>-weights-load.json; logs and summary.txt under $OUT.
+# Records the entry "weights-load" in $RESULTS_DIR/<gpu>-service.json; logs and summary.txt
+# under $OUT.
 #   scripts/gpu_weights_load.sh                      (SIZE_GIB=8, every visible GPU)
 #   SIZE_GIB=16 KEEP_WEIGHTS=1 scripts/gpu_weights_load.sh
 set -uo pipefail
@@ -112,9 +113,13 @@ PY
 run_server spread || exit 1
 run_server replicated --replicate_resident || exit 1
 
-python3 - "$OUT" "$RESULTS_DIR/$GPU_SLUG-weights-load.json" "$bytes" "$disk_s" "$gpus" <<'PY'
-import json, re, sys
+python3 - "$OUT" "$RESULTS_DIR/$GPU_SLUG-service.json" "$bytes" "$disk_s" "$gpus" "$here/lib" \
+  "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" <<'PY'
+import json, re, sys, time
+sys.path.insert(0, sys.argv[6])
+from service_results import dumps  # noqa: E402
 out, dest, size, disk_s, gpus = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+gpu_name = sys.argv[7]
 result = {"repository_bytes": size, "disk_seconds": disk_s, "disk_gbps": size / disk_s / 1e9,
           "gpus": gpus, "runs": {}}
 ok = True
@@ -136,8 +141,20 @@ for name in ("spread", "replicated"):
         "right" in [l for l in open(f"{out}/summary.txt") if l.startswith(f"{name}: gemm")][0]
     ok = ok and run["placement_ok"] and run["gemm_by_name_ok"] and len(devices) == int(tensors)
     result["runs"][name] = run
-result["placement_ok"] = ok
-json.dump(result, open(dest, "w"), indent=2)
+entry = {"what": f"a {size / 2**30:.0f} GiB repository of BF16 safetensors from a cold page cache "
+                 f"against dd's read of the same files ({result['disk_gbps']:.2f} GB/s); "
+                 f"{gpus} GPU(s), spread and replicated; a Gemm by a tensor's name checked",
+         "command": "scripts/gpu_weights_load.sh", "date": time.strftime("%Y-%m-%d"),
+         "points": [dict(point=name, disk_gbps=result["disk_gbps"], **run)
+                    for name, run in result["runs"].items()]}
+try:
+    with open(dest) as f:
+        current = json.load(f)
+except (OSError, ValueError):
+    current = {"gpu": gpu_name}
+current.setdefault("loads", {})["weights-load"] = entry
+with open(dest, "w") as f:
+    f.write(dumps(current))
 print(json.dumps(result, indent=2))
 sys.exit(0 if ok else 1)
 PY
