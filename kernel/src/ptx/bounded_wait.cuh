@@ -105,57 +105,43 @@ static_assert(GEMM_MBARRIER_TIMEOUT_NS > 0 && GEMM_MBARRIER_TIMEOUT_NS < (1ull <
 // consumers hold 232 registers of accumulators; a call would cost their setmaxnreg split).
 // Returns 0 once the phase completed, else the nanoseconds waited (past the bound). An injected
 // site never sees its phase complete.
+// The timed spin with TRY_WAIT (an mbarrier.try_wait.parity form) as its wait instruction.
+#define GEMM_BOUNDED_SPIN(TRY_WAIT)                                               \
+  asm volatile(                                                                   \
+      "{\n\t.reg .pred p, inj;\n\t.reg .u32 t0, now;\n\t"                         \
+      "setp.eq.u32 inj, %3, %4;\n\t"                                              \
+      "mov.u32 t0, %%globaltimer_lo;\n\t"                                         \
+      "W%=:\n\t" TRY_WAIT                                                         \
+      " p, [%1], %2;\n\t"                                                         \
+      "@inj bra T%=;\n\t"                                                         \
+      "@p bra D%=;\n\t"                                                           \
+      "T%=:\n\t"                                                                  \
+      "mov.u32 now, %%globaltimer_lo;\n\t"                                        \
+      "sub.u32 %0, now, t0;\n\t"                                                  \
+      "setp.le.u32 p, %0, %5;\n\t"                                                \
+      "@p bra W%=;\n\t"                                                           \
+      "bra E%=;\n\t"                                                              \
+      "D%=:\n\t"                                                                  \
+      "mov.u32 %0, 0;\n\t"                                                        \
+      "E%=:\n\t}"                                                                 \
+      : "=r"(waited)                                                              \
+      : "r"(bar), "r"(parity), "r"(g_wait_timeout_config.inject_site), "r"(site), \
+        "n"(static_cast<uint32_t>(GEMM_MBARRIER_TIMEOUT_NS))                      \
+      : "memory")
+
 template <bool kClusterAcquire>
 static __device__ __forceinline__ uint32_t MbarSpinBounded(uint32_t bar, uint32_t parity,
                                                            uint32_t site) {
   uint32_t waited;
   if constexpr (kClusterAcquire) {
-    asm volatile(
-        "{\n\t.reg .pred p, inj;\n\t.reg .u32 t0, now;\n\t"
-        "setp.eq.u32 inj, %3, %4;\n\t"
-        "mov.u32 t0, %%globaltimer_lo;\n\t"
-        "W%=:\n\t"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
-        "@inj bra T%=;\n\t"
-        "@p bra D%=;\n\t"
-        "T%=:\n\t"
-        "mov.u32 now, %%globaltimer_lo;\n\t"
-        "sub.u32 %0, now, t0;\n\t"
-        "setp.le.u32 p, %0, %5;\n\t"
-        "@p bra W%=;\n\t"
-        "bra E%=;\n\t"
-        "D%=:\n\t"
-        "mov.u32 %0, 0;\n\t"
-        "E%=:\n\t}"
-        : "=r"(waited)
-        : "r"(bar), "r"(parity), "r"(g_wait_timeout_config.inject_site), "r"(site),
-          "n"(static_cast<uint32_t>(GEMM_MBARRIER_TIMEOUT_NS))
-        : "memory");
+    GEMM_BOUNDED_SPIN("mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64");
   } else {
-    asm volatile(
-        "{\n\t.reg .pred p, inj;\n\t.reg .u32 t0, now;\n\t"
-        "setp.eq.u32 inj, %3, %4;\n\t"
-        "mov.u32 t0, %%globaltimer_lo;\n\t"
-        "W%=:\n\t"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-        "@inj bra T%=;\n\t"
-        "@p bra D%=;\n\t"
-        "T%=:\n\t"
-        "mov.u32 now, %%globaltimer_lo;\n\t"
-        "sub.u32 %0, now, t0;\n\t"
-        "setp.le.u32 p, %0, %5;\n\t"
-        "@p bra W%=;\n\t"
-        "bra E%=;\n\t"
-        "D%=:\n\t"
-        "mov.u32 %0, 0;\n\t"
-        "E%=:\n\t}"
-        : "=r"(waited)
-        : "r"(bar), "r"(parity), "r"(g_wait_timeout_config.inject_site), "r"(site),
-          "n"(static_cast<uint32_t>(GEMM_MBARRIER_TIMEOUT_NS))
-        : "memory");
+    GEMM_BOUNDED_SPIN("mbarrier.try_wait.parity.shared::cta.b64");
   }
   return waited;
 }
+
+#undef GEMM_BOUNDED_SPIN
 
 template <bool kClusterAcquire>
 static __device__ __forceinline__ void MbarWaitParity(uint32_t bar, uint32_t parity, WaitSite site,
