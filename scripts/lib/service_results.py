@@ -7,7 +7,11 @@ gemm_loadgen's JSON reports. Recording a load again replaces its entry; the othe
 
 Use:
   service_results.py RESULTS_DIR --load NAME --what TEXT --command TEXT \
-      --point=NAME:REPORT.json[:SERVER_FLAGS] [--point=...]
+      --point=NAME:REPORT.json[+REPORT.json...][:SERVER_FLAGS] [--point=...]
+A point of several reports joined by '+' is one load from several gemm_loadgen processes run at
+once against one server (one per GPU): rates, counts and callers are summed, the mean latency
+and server figures are weighted by each process's rate, and p50/p99 are the largest of the
+processes' (the slowest process bounds them).
 RESULTS_DIR/<gpu>-service.json is read when it exists and written back; <gpu> is the GPU's name
 as the server describes it (lower case, runs of other characters as '-', the slug
 bench/run_bench.sh uses), e.g. nvidia-h100-80gb-hbm3.
@@ -68,6 +72,25 @@ def point_figures(name, flags, report):
     return out
 
 
+SUMMED = ("callers", "req_per_s", "tflops", "payload_gb_per_s", "errors", "verified", "mismatches")
+WEIGHTED = ("mean_ms", "batch", "server_compute_us")
+LARGEST = ("p50_ms", "p99_ms")
+
+
+def merge_concurrent(figs):
+    """One closed-loop point from the points of processes that ran at once (see the docstring)."""
+    rate = sum(f["req_per_s"] for f in figs)
+    out = dict(figs[0])
+    for key in SUMMED:
+        out[key] = round(sum(f.get(key, 0) for f in figs), 2)
+    for key in WEIGHTED:
+        out[key] = round(sum(f[key] * f["req_per_s"] for f in figs) / rate, 3) if rate else 0.0
+    for key in LARGEST:
+        out[key] = max(f[key] for f in figs)
+    out["processes"] = len(figs)
+    return out
+
+
 def dumps(results):
     """The results as indented JSON with one line per point, so a diff shows what moved."""
     lines = ["{", f' "gpu": {json.dumps(results["gpu"])},', ' "loads": {']
@@ -102,15 +125,23 @@ def main():
         parts = spec.split(":", 2)
         if len(parts) < 2:
             ap.error(f"--point takes NAME:REPORT[:SERVER_FLAGS], got {spec!r}")
-        name, path = parts[0], parts[1]
+        name, paths = parts[0], parts[1].split("+")
         flags = parts[2] if len(parts) == 3 else ""
-        report = loadgen_report.load(path)
-        names = gpu_names(report)
-        if not names:
-            sys.exit(f"{path}: the report names no GPU (server: {report.get('server')})")
-        gpu = gpu or names[0]
-        dates.append(report.get("started_utc", "")[:10])
-        points += point_figures(name, flags, report)
+        figs = []
+        for path in paths:
+            report = loadgen_report.load(path)
+            names = gpu_names(report)
+            if not names:
+                sys.exit(f"{path}: the report names no GPU (server: {report.get('server')})")
+            gpu = gpu or names[0]
+            dates.append(report.get("started_utc", "")[:10])
+            figs.append(point_figures(name, flags, report))
+        if len(figs) == 1:
+            points += figs[0]
+        elif all(len(f) == 1 for f in figs):
+            points.append(merge_concurrent([f[0] for f in figs]))
+        else:
+            sys.exit(f"point {name}: reports run at once must be closed-loop (one point each)")
 
     path = os.path.join(args.results_dir, slug(gpu) + "-service.json")
     results = {"gpu": gpu, "loads": {}}

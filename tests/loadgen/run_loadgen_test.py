@@ -482,6 +482,22 @@ def case_scripts(a):
     check(abs(fig["batch"] - point["server_timing_ms"]["batch_requests"]) <= 0.051,
           f"results file batch {fig['batch']}")
 
+    # Reports of processes run at once (one per GPU) join into one point: rates and callers add.
+    joined = subprocess.run([sys.executable, os.path.join(lib, "service_results.py"), results,
+                             "--load", "cpu-pair", "--what", "64x64x64 twice", "--command", "test",
+                             f"--point=c4:{report_path}+{report_path}:"],
+                            capture_output=True, text=True, timeout=30)
+    check(joined.returncode == 0, f"service_results.py join: exit {joined.returncode}, "
+          f"{joined.stderr[-300:]}")
+    with open(written) as f:
+        loads = json.load(f)["loads"]
+    [pair] = loads["cpu-pair"]["points"]
+    check(abs(pair["req_per_s"] - 2 * fig["req_per_s"]) <= 0.21 and pair["callers"] == 4
+          and pair["processes"] == 2 and pair["p99_ms"] == fig["p99_ms"]
+          and abs(pair["mean_ms"] - fig["mean_ms"]) <= 0.002,
+          f"joined point {pair}, one report {fig}")
+    check("cpu-check" in loads, "recording a second load dropped the first")
+
     # A report of the old schema (times in microseconds) is refused by name, not misread.
     old = dict(json.load(open(report_path)), schema_version=1)
     with open(report_path, "w") as f:
