@@ -48,6 +48,32 @@ GEMM_HD SplitPlan PlanTailSplit(int64_t tiles, int64_t k_blocks, int64_t slots) 
   return plan;
 }
 
+// PlanTailSplit with the K pieces per tail tile set to `splits` (clamped to [1, kMaxSplits] and
+// to one K block per piece) instead of derived from the idle slots: the tail wave may then need
+// more than one wave of units. A tuning choice (TileConfig::tail_splits); splits <= 1: no split.
+GEMM_HD SplitPlan PlanForcedTailSplit(int64_t tiles, int64_t k_blocks, int64_t slots,
+                                      int32_t splits) {
+  SplitPlan plan;
+  plan.dp_tiles = tiles;
+  if (tiles <= 0 || slots <= 0) return plan;
+  const int64_t rem = tiles % slots;
+  if (rem == 0) return plan;
+  int64_t s = splits < kMaxSplits ? splits : kMaxSplits;
+  if (s > k_blocks) s = k_blocks;
+  if (s < 2) return plan;
+  plan.dp_tiles = tiles - rem;
+  plan.tail_tiles = rem;
+  plan.splits = static_cast<int32_t>(s);
+  return plan;
+}
+
+// The plan of a launch: PlanForcedTailSplit when `forced_splits` > 0, else PlanTailSplit.
+GEMM_HD SplitPlan PlanLaunchSplit(int64_t tiles, int64_t k_blocks, int64_t slots,
+                                  int32_t forced_splits) {
+  return forced_splits > 0 ? PlanForcedTailSplit(tiles, k_blocks, slots, forced_splits)
+                           : PlanTailSplit(tiles, k_blocks, slots);
+}
+
 // Work units of a launch.
 GEMM_HD int64_t TotalUnits(const SplitPlan& plan) {
   return plan.dp_tiles + plan.tail_tiles * plan.splits;
