@@ -49,6 +49,29 @@ inline constexpr int64_t kWideDecodeMaxRows = 64;
 // is less than half filled (there the longer k-blocks of the 128x256 tiles hide the rest).
 bool ClipALoads(int64_t m, const TileConfig& cfg);
 
+// A measured choice for a band of single-problem shapes (batch 1, not a group, M above the
+// decode rows), applied before the wave-count model: the first rule of ShapeRules() that
+// matches decides. A rule matches when m_min <= M <= m_max, the B layout fits, K has at least
+// min_k_blocks blocks of 64 and the rule's own cluster tiles fill between min_waves and
+// max_waves of the device's cluster slots (sm_count / cluster_m; a bound <= 0 is open).
+struct ShapeRule {
+  enum class Layout { kAny, kNK, kKN };
+  int64_t m_min = 0, m_max = 0;
+  Layout layout = Layout::kAny;
+  double min_waves = 0, max_waves = 0;
+  int64_t min_k_blocks = 0;
+  // What the rule picks: a compiled tile, a 1- or 2-CTA cluster, the tail split factor
+  // (TileConfig::tail_splits) and the pipeline depth (0: the deepest that fits).
+  int block_m = 128, block_n = 256, cluster_m = 1, tail_splits = 0, stages = 0;
+};
+
+// The rules ChooseConfig applies, in order.
+std::span<const ShapeRule> ShapeRules();
+
+// The first of `rules` matching `q` on `sm_count` SMs, or null.
+const ShapeRule* MatchShapeRule(std::span<const ShapeRule> rules, const ShapeQuery& q,
+                                int sm_count);
+
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
 // opt-in shared memory per block.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);
