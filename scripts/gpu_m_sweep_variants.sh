@@ -2,8 +2,9 @@
 # Measures every launch variant of the SM90 kernel over the m_sweep set, for choosing the tile,
 # cluster and split heuristics: first the dispatch as it is (the whole set), then, for M <= 1024,
 # each forced WGMMA tile in 1- and 2-CTA clusters with the tail split-K as planned and without
-# it, then forced split factors. Every run checks its rows against cuBLASLt and times cuBLAS in
-# the same process. Runs on a GPU machine with gemm_bench built (build/bench or PATH); writes
+# it, and forced split factors (27 runs). Every run checks its rows against cuBLASLt and times
+# cuBLAS in the same process. Runs on a GPU machine with gemm_bench built (build/bench or PATH);
+# writes
 #   $OUT/m_sweep-<variant>.jsonl   gemm_bench --json lines of each variant (variant "dispatch":
 #                                  the heuristics' own choice)
 #   $OUT/m_sweep-variants.log      the tables, exit codes and the time of each run
@@ -27,21 +28,24 @@ awk -v max="$max_m" '/^#/ || $1 <= max' "$root/bench/shapes/m_sweep.txt" >"$shap
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu \
   --format=csv >>"$log"
 
-# variant name | gemm_bench flags (forced variants run the WGMMA kernel directly: --sm90_main).
+# variant name | gemm_bench flags (forced variants run the WGMMA kernel directly: --sm90_main),
+# most likely to matter first: a budget cut drops the last.
 variants=(
   "dispatch|"
 )
-for tile in 128x256 64x256 128x128 256x128 64x128; do
+forced_tile() {  # forced_tile TILE: the tile in both cluster sizes, split as planned and not
   for cluster in 2 1; do
-    variants+=("t$tile-c$cluster|--sm90_main --tile $tile --cluster $cluster")
-    variants+=("t$tile-c$cluster-nosplit|--sm90_main --tile $tile --cluster $cluster --no_split")
+    variants+=("t$1-c$cluster|--sm90_main --tile $1 --cluster $cluster")
+    variants+=("t$1-c$cluster-nosplit|--sm90_main --tile $1 --cluster $cluster --no_split")
   done
-done
+}
+for tile in 128x256 64x256 128x128 64x128; do forced_tile "$tile"; done
 for split in 2 4; do
   variants+=("t128x256-c2-split$split|--sm90_main --tile 128x256 --cluster 2 --split $split")
   variants+=("t64x256-c1-split$split|--sm90_main --tile 64x256 --cluster 1 --split $split")
   variants+=("t128x128-c1-split$split|--sm90_main --tile 128x128 --cluster 1 --split $split")
 done
+forced_tile 256x128
 
 start=$SECONDS
 status=0
