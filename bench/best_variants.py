@@ -7,7 +7,8 @@ For every (N, K, B layout, M) it prints the fastest variant whose rows are valid
 against cuBLASLt), its speed against cuBLAS (the median of the cuBLAS times that every run of
 the row measured) and against the dispatch, and the dispatch's own ratio; then the geometric mean
 and minimum of the ratio over the set for the dispatch and for the best measured variant per row
-(what the heuristics alone could reach with these variants), and how often each variant wins.
+(what the heuristics alone could reach with these variants), how often each variant wins, and per
+(layout, M) the one variant that does best over every weight shape (a rule keyed on M alone).
 
 Use: bench/best_variants.py [--csv FILE] $OUT/m_sweep-*.jsonl
 """
@@ -105,6 +106,26 @@ def report(best):
               f"best geomean {geomean(b):.3f} min {min(b):.3f}")
 
 
+def by_m(rows):
+    """Per (layout, M): the one variant with the best geomean ratio over every weight shape it
+    was measured on (all of them), against the dispatch's and the per-row best's geomean: what
+    a rule keyed on M alone would reach."""
+    groups = collections.defaultdict(list)  # (layout, M) -> [{variant: row}]
+    for (n, k, layout, m), by_variant in rows.items():
+        groups[(layout, m)].append(by_variant)
+    print(f"\n{'B':>2} {'M':>5}  {'dispatch':>8} {'one':>6} {'best':>6}  one variant for every (N, K)")
+    for (layout, m), shapes in sorted(groups.items()):
+        cublas = [median([r["cublas_ms"] for r in s.values()]) for s in shapes]
+        common = set.intersection(*(set(s) for s in shapes))
+        score = {v: geomean([c / s[v]["ours_ms"] for c, s in zip(cublas, shapes)]) for v in common}
+        if not score:
+            continue
+        variant = max(score, key=score.get)
+        best = geomean([c / min(r["ours_ms"] for r in s.values()) for c, s in zip(cublas, shapes)])
+        disp = f"{score['dispatch']:.3f}" if "dispatch" in score else "-"
+        print(f"{layout:>2} {m:>5}  {disp:>8} {score[variant]:>6.3f} {best:>6.3f}  {variant}")
+
+
 def write_csv(best, path):
     with open(path, "w") as f:
         f.write("N,K,b_layout,M,best_variant,best_ms,cublas_ms,dispatch_ms,best_launch\n")
@@ -119,11 +140,13 @@ def main():
     ap.add_argument("files", nargs="+", help="m_sweep-<variant>.jsonl files")
     ap.add_argument("--csv", help="also write the per-row choice as CSV to this file")
     args = ap.parse_args()
-    best = best_rows(load(args.files))
+    rows = load(args.files)
+    best = best_rows(rows)
     if not best:
         print("no valid m_sweep rows in", " ".join(args.files))
         return 1
     report(best)
+    by_m(rows)
     if args.csv:
         write_csv(best, args.csv)
     return 0

@@ -70,6 +70,6 @@ echo "## total $((SECONDS - start)) s" >>"$log"
 python3 "$root/bench/best_variants.py" --csv "$OUT/best_variants.csv" "$OUT"/m_sweep-*.jsonl \
   >"$OUT/best_variants.txt" 2>&1
 grep -E "^## .*(exit|skipped|total)|geomean" "$log"
-tail -n 20 "$OUT/best_variants.txt"
+sed -n '/^dispatch: geomean/,$p' "$OUT/best_variants.txt"  # the summary and the per-M table
 rm -rf "$shapes"
 exit "$status"

@@ -2,8 +2,9 @@
 """CPU tests of the m_sweep tools on synthetic gemm_bench --json lines:
   bench/plot_m_sweep.py   one well-formed SVG per (N, K), one polyline per B layout holding that
                           layout's valid rows, both axis labels; failed rows are left out
-  bench/best_variants.py  the fastest variant whose result matched wins each row; a faster row
-                          with an error, a failed check or a NaN error never does
+  bench/best_variants.py  the fastest variant whose result matched wins each row (and the M row
+                          of the per-M table); a faster row with an error, a failed check, bad
+                          outputs or a NaN error never does
 Use: bench_scripts_test.py --bench DIR (the bench/ folder of the tree)
 """
 import argparse
@@ -99,6 +100,8 @@ class BestVariants(unittest.TestCase):
             # dispatch ratios 0.051 / 0.08 (0.6375, printed 0.638) and 1.0; best 0.051 / 0.06 and 1.0
             self.assertIn("dispatch: geomean 0.798, min 0.638 over 2 rows", out)
             self.assertIn("geomean 0.922, min 0.850 over 2 rows", out)
+            # The per-M table: the one variant measured on every weight shape that does best.
+            self.assertRegex(out, r"\n\s*nk\s+272\s+0\.638\s+0\.850\s+0\.850\s+t64x256-c1\n")
 
 
 if __name__ == "__main__":
