@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Measures every launch variant of the SM90 kernel over the m_sweep set, for choosing the tile,
-# cluster and split heuristics: first the dispatch as it is (the whole set), then, for M <= 1024,
-# each forced WGMMA tile in 1- and 2-CTA clusters with the tail split-K as planned and without
-# it, and forced split factors (27 runs). Every run checks its rows against cuBLASLt and times
-# cuBLAS in the same process. Runs on a GPU machine with gemm_bench built (build/bench or PATH);
-# writes
+# cluster and split heuristics: first the dispatch as it is (the whole set), then, for M <= 1024
+# (MIN_M..MAX_M), each forced WGMMA tile in 1- and 2-CTA clusters with the tail split-K as
+# planned and without it, and forced split factors (27 runs). Every run checks its rows against
+# cuBLASLt and times cuBLAS in the same process. Runs on a GPU machine with gemm_bench built
+# (build/bench or PATH); writes
 #   $OUT/m_sweep-<variant>.jsonl   gemm_bench --json lines of each variant (variant "dispatch":
 #                                  the heuristics' own choice)
 #   $OUT/m_sweep-variants.log      the tables, exit codes and the time of each run
@@ -12,18 +12,21 @@
 # Stops starting variants once BUDGET_S seconds (default 300) have passed and gives each run at
 # most 120 s, so the whole run stays within a bounded time; the log names what it skipped.
 #   scripts/gpu_m_sweep_variants.sh [extra gemm_bench flags...]
-# Env: REPS (default 20), WARMUP (default 3), MAX_M (forced variants, default 1024), BUDGET_S.
+# Env: REPS (default 20), WARMUP (default 3), BUDGET_S, and the M range of the forced variants:
+# MIN_M (default 1), MAX_M (default 1024).
 set -uo pipefail
 # shellcheck source=lib/gpu_env.sh
 source "$(dirname "$0")/lib/gpu_env.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 reps=${REPS:-20}
 warmup=${WARMUP:-3}
+min_m=${MIN_M:-1}
 max_m=${MAX_M:-1024}
 budget=${BUDGET_S:-300}
 log=$OUT/m_sweep-variants.log
 shapes=$(mktemp -d)
-awk -v max="$max_m" '/^#/ || $1 <= max' "$root/bench/shapes/m_sweep.txt" >"$shapes/m_sweep.txt"
+awk -v min="$min_m" -v max="$max_m" '/^#/ || ($1 >= min && $1 <= max)' \
+  "$root/bench/shapes/m_sweep.txt" >"$shapes/m_sweep.txt"
 : >"$log"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu \
   --format=csv >>"$log"
