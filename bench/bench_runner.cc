@@ -85,7 +85,7 @@ absl::StatusOr<std::unique_ptr<Bench>> Bench::Create(const BenchOptions& opts) {
   }
   b->seed_ = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   if (opts.no_split || opts.tile_m > 0 || opts.stages > 0 || opts.cluster_m > 0 ||
-      opts.group_m > 0 || opts.debug_flags != 0) {
+      opts.group_m > 0 || opts.tail_splits > 0 || opts.debug_flags != 0) {
     kernel::sm90::TuningOverride o;
     o.debug_flags = opts.debug_flags | (opts.no_split ? kernel::sm90::kDebugNoSplit : 0);
     o.block_m = opts.tile_m;
@@ -93,6 +93,7 @@ absl::StatusOr<std::unique_ptr<Bench>> Bench::Create(const BenchOptions& opts) {
     o.stages = opts.stages;
     o.cluster_m = opts.cluster_m;
     o.group_m = opts.group_m;
+    o.tail_splits = opts.tail_splits;
     kernel::sm90::SetTuningOverride(o);
   }
   return b;
@@ -224,7 +225,8 @@ void Bench::TimeBoth(const std::function<absl::Status(int)>& ours,
   // The WGMMA kernel's last configuration (tile, cluster, split-K), when it ran on this thread.
   const std::string launch = kernel::sm90::LastLaunchDescription();
   if (!launch.empty() &&
-      (row->ours.rfind("Gemm(kSm90)", 0) == 0 || row->ours.rfind("GemmGrouped(kSm90)", 0) == 0) &&
+      (row->ours.rfind("Gemm(kSm90)", 0) == 0 || row->ours.rfind("GemmGrouped(kSm90)", 0) == 0 ||
+       row->ours == "sm90_wgmma_direct") &&
       row->ctas == 0) {
     row->ours = absl::StrCat(row->ours, " ", launch);
   }

@@ -32,6 +32,7 @@ struct BenchOptions {
   bool no_split = false;        // WGMMA kernel without its tail split-K (kDebugNoSplit)
   int tile_m = 0, tile_n = 0;   // > 0: force the WGMMA kernel's tile (tuning override)
   int stages = 0, cluster_m = 0, group_m = 0;  // > 0: force these WGMMA launch parameters
+  int tail_splits = 0;        // > 0: K pieces per tile of the WGMMA kernel's last partial wave
   int debug_flags = 0;        // sm90 kDebug* bits (timing experiments; results may be wrong)
   int64_t force_ctas = 0;     // with direct_small_m: grid size override (0 = heuristic)
   bool stream_k = false;      // with direct_small_m: stream-K grid only (no cluster split-K)
@@ -75,8 +76,8 @@ class Bench {
   // Time in microseconds of an empty kernel (one 384-thread CTA per SM) timed like the rows.
   absl::StatusOr<double> EmptyLaunchUs();
 
-  // Runs every shape of `set` ("large", "decode", "batched", "grouped" or "moe") for every
-  // layout; the grouped sets as one grouped call per group of their file.
+  // Runs every shape of `set` ("large", "decode", "batched", "grouped", "moe" or "m_sweep") for
+  // every layout; the grouped sets as one grouped call per group of their file.
   // Per-shape failures are reported in BenchRow::error; a missing shape file is an error.
   absl::StatusOr<std::vector<BenchRow>> RunSet(const std::string& set);
 

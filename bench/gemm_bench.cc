@@ -2,11 +2,11 @@
 // the shape sets in bench/shapes/, with the device-to-device copy bandwidth as the memory
 // ceiling. Prints a table (stderr with --json) and, with --json, one JSON object per line.
 //
-//   gemm_bench [--set all|large|decode|grouped|batched|moe] [--layout nk|kn|both]
+//   gemm_bench [--set all|large|decode|grouped|batched|moe|m_sweep] [--layout nk|kn|both]
 //              [--dtype bf16|f32]
 //              [--json] [--csv] [--check] [--reps N] [--warmup N] [--shapes DIR]
-//              [--direct] [--ctas N] [--stream_k] [--sm90_main] [--no_split] [--tile MxN]
-//              [--same_set]
+//              [--direct] [--ctas N] [--stream_k] [--sm90_main] [--no_split] [--split N]
+//              [--tile MxN] [--same_set]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,17 +28,21 @@ using gemm::kernel::BLayout;
 using gemm::kernel::DType;
 
 constexpr char kUsage[] =
-    "usage: gemm_bench [--set all|large|decode|grouped|batched|moe] [--layout nk|kn|both]\n"
-    "                  [--dtype bf16|f32] [--json] [--csv] [--check] [--reps N] [--warmup N]\n"
-    "                  [--shapes DIR] [--direct] [--ctas N] [--sm90_main] [--no_split]\n"
-    "                  [--tile MxN] [--stages N] [--cluster N] [--group_m N]\n"
-    "                  [--debug_flags N] [--same_set] [--stream_k]\n"
+    "usage: gemm_bench [--set all|large|decode|grouped|batched|moe|m_sweep]\n"
+    "                  [--layout nk|kn|both] [--dtype bf16|f32] [--json] [--csv] [--check]\n"
+    "                  [--reps N] [--warmup N] [--shapes DIR] [--direct] [--ctas N]\n"
+    "                  [--sm90_main] [--no_split] [--split N] [--tile MxN] [--stages N]\n"
+    "                  [--cluster N] [--group_m N] [--debug_flags N] [--same_set] [--stream_k]\n"
+    "  --set     all: decode, large, batched, grouped, moe; m_sweep (M from 1 to 8192 against\n"
+    "            five weight shapes) runs only when named\n"
     "  --json    one JSON object per line on stdout (the table goes to stderr)\n"
     "  --csv     CSV lines on stdout instead of the table\n"
     "  --check   compare ours with cuBLASLt (relative Frobenius error) before timing\n"
     "  --direct  run the small-M kernel directly for M <= 128 (bypass the dispatch)\n"
     "  --sm90_main  time the SM90 WGMMA kernel directly (bypass the dispatch and small-M)\n"
     "  --no_split   never split the WGMMA kernel's last wave along K (A/B timing)\n"
+    "  --split N    cut every tile of the WGMMA kernel's last partial wave into N K pieces\n"
+    "               (at most 8; 1: never split; default: as many as fill the idle SMs)\n"
     "  --tile MxN   force the WGMMA kernel's tile (128x256, 256x128, 128x128, 64x256, 64x128)\n"
     "  --stages, --cluster, --group_m  force these WGMMA launch parameters\n"
     "  --debug_flags N  sm90 kDebug* bits (1 skip epilogue, 2 no loads, 4 no multicast,\n"
@@ -78,6 +82,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->bench.sm90_main = true;
     } else if (arg == "--no_split") {
       f->bench.no_split = true;
+    } else if (arg == "--split" && value(&v)) {
+      f->bench.tail_splits = std::atoi(v.c_str());
+      if (f->bench.tail_splits < 1) return false;
     } else if (arg == "--tile" && value(&v)) {
       if (std::sscanf(v.c_str(), "%dx%d", &f->bench.tile_m, &f->bench.tile_n) != 2) return false;
     } else if (arg == "--stages" && value(&v)) {
@@ -95,7 +102,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     } else if (arg == "--set" && value(&v)) {
       if (v == "all") {
         f->sets = {"decode", "large", "batched", "grouped", "moe"};
-      } else if (v == "large" || v == "decode" || v == "grouped" || v == "batched" || v == "moe") {
+      } else if (v == "large" || v == "decode" || v == "grouped" || v == "batched" || v == "moe" ||
+                 v == "m_sweep") {
         f->sets = {v};
       } else {
         return false;

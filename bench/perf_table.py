@@ -15,7 +15,7 @@ import argparse
 import json
 import math
 
-SETS = ["decode", "large", "batched", "grouped", "moe"]
+SETS = ["decode", "large", "batched", "grouped", "moe", "m_sweep"]
 
 
 def fmt(v, spec):

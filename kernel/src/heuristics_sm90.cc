@@ -1,5 +1,6 @@
-// SM90 launch-configuration heuristics: estimate the time of each candidate as
-// (waves of cluster tiles over the SMs) x (cost of one tile) and keep the cheapest.
+// SM90 launch-configuration heuristics: the decode tiles for one row of 64-row tiles, then the
+// measured rules for bands of single-problem shapes (kShapeRules), else estimate the time of each
+// candidate as (waves of cluster tiles over the SMs) x (cost of one tile) and keep the cheapest.
 #include "heuristics_sm90.h"
 
 #include <algorithm>
@@ -59,7 +60,51 @@ TileConfig DecodeTiles(int64_t narrow_tiles, int64_t k, bool b_kn, bool fp32_out
   return best;
 }
 
+// NOTE: the rules, each with its measurement. New rules for the coalesced-batch band (M of about
+// 100-1024) go here; bench/best_variants.py over scripts/gpu_m_sweep_variants.sh names the
+// variant (tile, cluster, split) that wins each row of the m_sweep set.
+constexpr ShapeRule kShapeRules[] = {
+    // Two 128-row tiles (128 < M <= 256: e.g. a coalesced batch of 9-16 decode requests) with at
+    // most half a wave of 128x256 cluster tiles: 128x256 tiles in 2-CTA clusters, whose tail
+    // split hands every SM half the K of a wide tile. The wave-count model picks 128x128
+    // clusters there, each running the whole K. Measured on H200 (gemm_bench, N = K = 8192, both
+    // layouts): 72-77 us vs 57-60 us at M = 144-256; M <= 128 keeps 128x128 (44-45 us vs 47-50).
+    {.m_min = 129,
+     .m_max = 256,
+     .max_waves = 0.5,
+     .min_k_blocks = 2 * kMinSplitKBlocks,
+     .block_m = 128,
+     .block_n = 256,
+     .cluster_m = 2},
+};
+
+bool LayoutFits(ShapeRule::Layout layout, bool b_kn) {
+  return layout == ShapeRule::Layout::kAny || (layout == ShapeRule::Layout::kKN) == b_kn;
+}
+
 }  // namespace
+
+std::span<const ShapeRule> ShapeRules() { return kShapeRules; }
+
+const ShapeRule* MatchShapeRule(std::span<const ShapeRule> rules, const ShapeQuery& q,
+                                int sm_count) {
+  if (q.tiles_hint != 0 || q.batch > 1 || q.m <= kWideDecodeMaxRows) return nullptr;
+  for (const ShapeRule& r : rules) {
+    if (q.m < r.m_min || q.m > r.m_max || !LayoutFits(r.layout, q.b_kn) ||
+        CeilDiv(q.k, 64) < r.min_k_blocks) {
+      continue;
+    }
+    const int64_t cluster_tiles =
+        CeilDiv(CeilDiv(q.m, r.block_m), r.cluster_m) * CeilDiv(q.n, r.block_n);
+    const double waves = static_cast<double>(cluster_tiles) /
+                         static_cast<double>(std::max(sm_count, 2) / r.cluster_m);
+    if ((r.min_waves > 0 && waves < r.min_waves) || (r.max_waves > 0 && waves > r.max_waves)) {
+      continue;
+    }
+    return &r;
+  }
+  return nullptr;
+}
 
 int SharedMemoryBytes(const TileConfig& cfg, bool fp32_out) {
   (void)fp32_out;  // the epilogue stages 128-byte rows either way
@@ -111,22 +156,15 @@ TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
     return DecodeTiles(CeilDiv(q.n, 128) * std::max<int64_t>(q.batch, 1), q.k, q.b_kn, q.fp32_out,
                        sm_count, smem_limit);
   }
-  // NOTE: two 128-row tiles (128 < M <= 256: e.g. a coalesced batch of 9-16 decode requests) with
-  // at most half a wave of 128x256 cluster tiles: 128x256 tiles in 2-CTA clusters, whose tail
-  // split hands every SM half the K of a wide tile. The wave-count model below picks 128x128
-  // clusters there, each running the whole K. Measured on H200 (gemm_bench, N = K = 8192, both
-  // layouts): 72-77 us vs 57-60 us at M = 144-256; M <= 128 keeps 128x128 (44-45 us vs 47-50).
-  if (q.tiles_hint == 0 && q.batch <= 1 && q.m > 128 && q.m <= 256) {
-    const int64_t wide_clusters = CeilDiv(q.n, 256);
-    const int64_t k_blocks = CeilDiv(q.k, 64);
-    if (2 * wide_clusters <= sm_count / 2 && k_blocks >= 2 * kMinSplitKBlocks) {
-      best.block_m = 128;
-      best.block_n = 256;
-      best.cluster_m = 2;
-      best.group_m = std::max(1, 2048 / (best.block_m * best.cluster_m));
-      best.stages = MaxStages(best.block_m, best.block_n, q.fp32_out, smem_limit);
-      return best;
-    }
+  if (const ShapeRule* rule = MatchShapeRule(kShapeRules, q, sm_count)) {
+    best.block_m = rule->block_m;
+    best.block_n = rule->block_n;
+    best.cluster_m = rule->cluster_m;
+    best.group_m = std::max(1, 2048 / (best.block_m * best.cluster_m));
+    best.stages = rule->stages > 0 ? rule->stages
+                                   : MaxStages(best.block_m, best.block_n, q.fp32_out, smem_limit);
+    best.tail_splits = rule->tail_splits;
+    return best;
   }
   double best_time = -1.0;
   // Candidates in order of preference on ties: 128x256, 256x128, 128x128.

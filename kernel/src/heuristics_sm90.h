@@ -9,13 +9,15 @@ namespace gemm::kernel::sm90 {
 
 // One launch configuration of the SM90 kernel.
 struct TileConfig {
-  int block_m = 128;  // rows per CTA tile (two consumer warpgroups of block_m / 2 rows; with 64,
-                      // each warpgroup takes half the columns)
-  int block_n = 256;  // columns per CTA tile: 128x256, 256x128, 128x128, 64x256 or 64x128
-  int block_k = 64;   // K per pipeline stage (one 128-byte swizzle atom of BF16)
-  int stages = 4;     // depth of the TMA -> WGMMA shared-memory pipeline
-  int cluster_m = 2;  // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
-  int group_m = 16;   // L2 grouping: clusters along M visited before moving along N
+  int block_m = 128;    // rows per CTA tile (two consumer warpgroups of block_m / 2 rows; with 64,
+                        // each warpgroup takes half the columns)
+  int block_n = 256;    // columns per CTA tile: 128x256, 256x128, 128x128, 64x256 or 64x128
+  int block_k = 64;     // K per pipeline stage (one 128-byte swizzle atom of BF16)
+  int stages = 4;       // depth of the TMA -> WGMMA shared-memory pipeline
+  int cluster_m = 2;    // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
+  int group_m = 16;     // L2 grouping: clusters along M visited before moving along N
+  int tail_splits = 0;  // K pieces per tile of the last, partial wave (sm90_split.h): 0 lets
+                        // PlanTailSplit derive them from the idle SMs; 1 never splits
 };
 
 // Shape facts the choice depends on.
@@ -46,6 +48,29 @@ inline constexpr int64_t kWideDecodeMaxRows = 64;
 // TMA zero-fills past M: always without multicast, and in 2-CTA clusters while the partial box
 // is less than half filled (there the longer k-blocks of the 128x256 tiles hide the rest).
 bool ClipALoads(int64_t m, const TileConfig& cfg);
+
+// A measured choice for a band of single-problem shapes (batch 1, not a group, M above the
+// decode rows), applied before the wave-count model: the first rule of ShapeRules() that
+// matches decides. A rule matches when m_min <= M <= m_max, the B layout fits, K has at least
+// min_k_blocks blocks of 64 and the rule's own cluster tiles fill between min_waves and
+// max_waves of the device's cluster slots (sm_count / cluster_m; a bound <= 0 is open).
+struct ShapeRule {
+  enum class Layout { kAny, kNK, kKN };
+  int64_t m_min = 0, m_max = 0;
+  Layout layout = Layout::kAny;
+  double min_waves = 0, max_waves = 0;
+  int64_t min_k_blocks = 0;
+  // What the rule picks: a compiled tile, a 1- or 2-CTA cluster, the tail split factor
+  // (TileConfig::tail_splits) and the pipeline depth (0: the deepest that fits).
+  int block_m = 128, block_n = 256, cluster_m = 1, tail_splits = 0, stages = 0;
+};
+
+// The rules ChooseConfig applies, in order.
+std::span<const ShapeRule> ShapeRules();
+
+// The first of `rules` matching `q` on `sm_count` SMs, or null.
+const ShapeRule* MatchShapeRule(std::span<const ShapeRule> rules, const ShapeQuery& q,
+                                int sm_count);
 
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
 // opt-in shared memory per block.

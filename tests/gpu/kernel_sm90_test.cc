@@ -262,6 +262,33 @@ TEST(Sm90BenchmarkShapes, MatchesCublasLt) {
 // Shapes whose last wave is split along K (sm90_split.h): decode-like M with few tiles, a 3.4-wave
 // shape, FP32 + beta, batched. Each must really split (the launch description says so), and a
 // workspace reused by the next launch (stale flags of an earlier epoch) must not be trusted.
+// Runs `cs` through sm90::Gemm (the SM90 kernel directly: the dispatch sends M <= 16 to the
+// small-M kernel) twice with the workspace it asks for, garbage filled (the second run finds the
+// first run's flags); each run's launch must name `want_split` and match cuBLASLt.
+void CheckSplitRuns(const Case& cs, const std::string& want_split) {
+  Operands ops(cs);
+  ASSERT_TRUE(RunKind(ops.Args(cs, ops.ref->get()), KernelKind::kCublasLt).ok());
+  const StridedBatch args = ops.Args(cs, ops.d->get());
+  const std::size_t ws = sm90::WorkspaceBytes(args);
+  ASSERT_GT(ws, 0u) << Name(cs);
+  DeviceBuffer work(ws);
+  cudaMemset(work.get(), 0xff, ws);  // garbage flags and partials
+  LaunchOptions opts;
+  opts.kind = KernelKind::kSm90;
+  opts.workspace = work.get();
+  opts.workspace_bytes = ws;
+  for (int run = 0; run < 2; ++run) {
+    cudaMemset(ops.d->get(), 0xff, ops.d->bytes());
+    ASSERT_TRUE(sm90::Gemm(args, nullptr, opts).ok()) << Name(cs);
+    EXPECT_NE(sm90::LastLaunchDescription().find(want_split), std::string::npos)
+        << Name(cs) << ": " << sm90::LastLaunchDescription();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << Name(cs);
+    const double err = testing::DeviceRelError(ops.d->get(), ops.ref->get(), cs.dtype, cs.m, cs.n,
+                                               ops.ldd, cs.batch, ops.sd);
+    EXPECT_LE(Float64Verdict(ops, cs, err), Tolerance(cs.dtype)) << Name(cs) << " run " << run;
+  }
+}
+
 TEST(Sm90SplitK, MatchesCublasLt) {
   if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
   const Case cases[] = {{128, 8192, 8192},
@@ -270,30 +297,33 @@ TEST(Sm90SplitK, MatchesCublasLt) {
                         {129, 1000, 4096, 1, BLayout::kNK, DType::kFP32},
                         {512, 28672, 2048},
                         {64, 2048, 4096, 3, BLayout::kNK, DType::kBF16, 2.0f, 0.5f}};
-  for (const Case& cs : cases) {
-    Operands ops(cs);
-    ASSERT_TRUE(RunKind(ops.Args(cs, ops.ref->get()), KernelKind::kCublasLt).ok());
-    const StridedBatch args = ops.Args(cs, ops.d->get());
-    // The SM90 kernel directly (the dispatch sends M <= 64 to the small-M kernel).
-    const std::size_t ws = sm90::WorkspaceBytes(args);
-    ASSERT_GT(ws, 0u) << Name(cs);
-    DeviceBuffer work(ws);
-    cudaMemset(work.get(), 0xff, ws);  // garbage flags and partials
-    LaunchOptions opts;
-    opts.kind = KernelKind::kSm90;
-    opts.workspace = work.get();
-    opts.workspace_bytes = ws;
-    for (int run = 0; run < 2; ++run) {  // the second run finds the first run's flags
-      cudaMemset(ops.d->get(), 0xff, ops.d->bytes());
-      ASSERT_TRUE(sm90::Gemm(args, nullptr, opts).ok()) << Name(cs);
-      EXPECT_NE(sm90::LastLaunchDescription().find("split_k="), std::string::npos)
-          << Name(cs) << ": " << sm90::LastLaunchDescription();
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << Name(cs);
-      const double err = testing::DeviceRelError(ops.d->get(), ops.ref->get(), cs.dtype, cs.m, cs.n,
-                                                 ops.ldd, cs.batch, ops.sd);
-      EXPECT_LE(Float64Verdict(ops, cs, err), Tolerance(cs.dtype)) << Name(cs) << " run " << run;
+  for (const Case& cs : cases) CheckSplitRuns(cs, "split_k=");
+}
+
+// Forced tail split factors (TileConfig::tail_splits through the tuning hook) with every tile
+// and cluster size: M in the coalesced-batch band with fewer tiles than SMs, and a tail of 24
+// tiles cut into more units than there are SMs.
+TEST(Sm90SplitK, ForcedFactorsMatchCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const Case cases[] = {{272, 1024, 4096},
+                        {272, 1024, 4096, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
+                        {2304, 1024, 1100, 2, BLayout::kNK, DType::kBF16, 1.0f, -1.0f}};
+  const int tiles[][2] = {{128, 256}, {256, 128}, {128, 128}, {64, 256}, {64, 128}};
+  for (const auto& tile : tiles) {
+    for (int cluster : {1, 2}) {
+      for (int splits : {2, 3, 8}) {
+        sm90::TuningOverride o;
+        o.block_m = tile[0], o.block_n = tile[1], o.cluster_m = cluster, o.tail_splits = splits;
+        sm90::SetTuningOverride(o);
+        for (const Case& cs : cases) {
+          SCOPED_TRACE(::testing::Message() << "tile " << tile[0] << "x" << tile[1] << " cluster "
+                                            << cluster << " splits " << splits);
+          CheckSplitRuns(cs, absl::StrCat("split_k=", splits));
+        }
+      }
     }
   }
+  sm90::ClearTuningOverride();
 }
 
 // Runs `cases` as one group through GemmGrouped (kSm90, with the workspace it asks for, garbage

@@ -6,7 +6,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "gtest/gtest.h"
 
@@ -52,7 +55,7 @@ TEST(BenchShapes, MalformedLinesNameTheLine) {
 }
 
 TEST(BenchShapes, ShippedSetsLoad) {
-  for (const char* set : {"decode", "large", "batched", "grouped", "moe"}) {
+  for (const char* set : {"decode", "large", "batched", "grouped", "moe", "m_sweep"}) {
     auto shapes = LoadShapes(std::string(GEMM_SHAPES_DIR) + "/" + set + ".txt");
     ASSERT_TRUE(shapes.ok()) << set << ": " << shapes.status();
     EXPECT_FALSE(shapes->empty()) << set;
@@ -74,6 +77,28 @@ TEST(BenchShapes, ShippedSetsLoad) {
   EXPECT_EQ(members[3], 64);
   EXPECT_EQ(members[4], 2);
   EXPECT_EQ(members[5], 2);
+}
+
+// The M sweep: M = 1, 8, 24 and 16..512 in steps of 16, then 640..8192, against each of five
+// weight shapes, one problem each.
+TEST(BenchShapes, MSweepCoversEveryMForEveryWeightShape) {
+  auto shapes = LoadShapes(std::string(GEMM_SHAPES_DIR) + "/m_sweep.txt");
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  std::set<int64_t> want_m = {1, 8, 24, 640, 768, 1024, 1536, 2048, 3072, 4096, 8192};
+  for (int64_t m = 16; m <= 512; m += 16) want_m.insert(m);
+  const std::set<std::pair<int64_t, int64_t>> want_nk = {
+      {8192, 8192}, {28672, 8192}, {8192, 28672}, {4096, 14336}, {14336, 4096}};
+  std::map<std::pair<int64_t, int64_t>, std::set<int64_t>> got;
+  for (const Shape& s : *shapes) {
+    EXPECT_EQ(s.batch, 1);
+    EXPECT_TRUE(got[std::make_pair(s.n, s.k)].insert(s.m).second) << "duplicate " << s.m;
+  }
+  ASSERT_EQ(got.size(), want_nk.size());
+  for (const auto& [nk, ms] : got) {
+    EXPECT_TRUE(want_nk.count(nk)) << nk.first << "x" << nk.second;
+    EXPECT_EQ(ms, want_m) << nk.first << "x" << nk.second;
+  }
+  EXPECT_EQ(shapes->size(), want_m.size() * want_nk.size());
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include "gtest/gtest.h"
 #include "heuristics_sm90.h"
+#include "sm90/sm90_split.h"    // kMaxSplits
+#include "sm90/sm90_variant.h"  // TileVariant
 
 namespace gemm::kernel::sm90 {
 namespace {
@@ -192,6 +194,59 @@ TEST(HeuristicsSm90, TwoRowTilesUseWideClustersSplitAlongK) {
   ShapeQuery one;
   one.m = 128, one.n = 8192, one.k = 8192;
   EXPECT_EQ(ChooseConfig(one, kH100Sms, kSmemOptin).block_n, 128);
+}
+
+TEST(HeuristicsSm90, ShapeRulesNameCompiledLaunches) {
+  ASSERT_FALSE(ShapeRules().empty());
+  for (const ShapeRule& r : ShapeRules()) {
+    SCOPED_TRACE(testing::Message() << "rule M " << r.m_min << "-" << r.m_max);
+    EXPECT_GE(TileVariant(r.block_m, r.block_n), 0) << r.block_m << "x" << r.block_n;
+    EXPECT_TRUE(r.cluster_m == 1 || r.cluster_m == 2);
+    EXPECT_GT(r.m_min, kWideDecodeMaxRows);  // the decode rows have their own choice
+    EXPECT_LE(r.m_min, r.m_max);
+    EXPECT_GE(r.tail_splits, 0);
+    EXPECT_LE(r.tail_splits, kMaxSplits);
+    if (r.min_waves > 0 && r.max_waves > 0) EXPECT_LE(r.min_waves, r.max_waves);
+    if (r.stages > 0) {
+      TileConfig cfg;
+      cfg.block_m = r.block_m, cfg.block_n = r.block_n, cfg.stages = r.stages;
+      EXPECT_GE(r.stages, 2);
+      EXPECT_LE(SharedMemoryBytes(cfg, true), kSmemOptin);
+    }
+  }
+}
+
+TEST(HeuristicsSm90, ShapeRulesMatchTheirBand) {
+  // 64x256 tiles over 65-512 rows of B [K,N] while they fill one to two waves, split in 3.
+  const ShapeRule rules[] = {{.m_min = 65,
+                              .m_max = 512,
+                              .layout = ShapeRule::Layout::kKN,
+                              .min_waves = 1,
+                              .max_waves = 2,
+                              .block_m = 64,
+                              .block_n = 256,
+                              .cluster_m = 1,
+                              .tail_splits = 3},
+                             {.m_min = 65, .m_max = 1024, .block_m = 128, .block_n = 128}};
+  ShapeQuery q;
+  q.m = 272, q.n = 8192, q.k = 8192, q.b_kn = true;  // 5 x 32 = 160 tiles: 1.2 waves
+  EXPECT_EQ(MatchShapeRule(rules, q, kH100Sms), &rules[0]);
+  q.b_kn = false;  // the layout
+  EXPECT_EQ(MatchShapeRule(rules, q, kH100Sms), &rules[1]);
+  q.b_kn = true, q.n = 4096;  // 80 tiles: 0.6 waves
+  EXPECT_EQ(MatchShapeRule(rules, q, kH100Sms), &rules[1]);
+  q.n = 28672;  // 560 tiles: 4.2 waves
+  EXPECT_EQ(MatchShapeRule(rules, q, kH100Sms), &rules[1]);
+  q.n = 8192, q.m = 513;  // M past the band
+  EXPECT_EQ(MatchShapeRule(rules, q, kH100Sms), &rules[1]);
+  q.m = 1025;
+  EXPECT_EQ(MatchShapeRule(rules, q, kH100Sms), nullptr);
+  q.m = 64;  // decode rows
+  EXPECT_EQ(MatchShapeRule(rules, q, kH100Sms), nullptr);
+  q.m = 272, q.batch = 2;  // batches and groups keep the model
+  EXPECT_EQ(MatchShapeRule(rules, q, kH100Sms), nullptr);
+  q.batch = 1, q.tiles_hint = 300;
+  EXPECT_EQ(MatchShapeRule(rules, q, kH100Sms), nullptr);
 }
 
 TEST(HeuristicsSm90, TileCount) {

@@ -115,6 +115,59 @@ TEST(Sm90Split, BenchmarkShapes) {
   EXPECT_EQ(PlanTailSplit(1, 4096, 132).splits, kMaxSplits);
 }
 
+// Times each (tile, K block) of a `tiles` x `k_blocks` launch is computed under `plan`.
+std::map<int64_t, std::vector<int>> KBlockCounts(const SplitPlan& plan, int32_t k_blocks) {
+  std::map<int64_t, std::vector<int>> counts;
+  for (int64_t u = 0; u < TotalUnits(plan); ++u) {
+    const UnitWork w = DecodeUnit(u, plan);
+    int32_t b = 0, e = 0;
+    SplitKRange(w, plan, k_blocks, &b, &e);
+    EXPECT_LT(b, e) << "unit " << u << ": every piece gets at least one K block";
+    auto& c = counts[w.tile];
+    c.resize(k_blocks);
+    for (int32_t kb = std::max(b, 0); kb < std::min(e, k_blocks); ++kb) ++c[kb];
+  }
+  return counts;
+}
+
+// A forced factor (TileConfig::tail_splits) cuts the last partial wave into exactly that many
+// pieces (within kMaxSplits and the K blocks), even where the split units need more than one
+// wave; every (tile, K block) is still computed once and the persistent schedule finishes.
+TEST(Sm90Split, ForcedSplitCutsTheTailIntoThatManyPieces) {
+  for (int64_t tiles : {1, 5, 64, 96, 131, 133, 448}) {
+    for (int32_t k_blocks : {1, 3, 64, 128, 448}) {
+      for (int64_t slots : {1, 66, 132}) {
+        for (int32_t forced : {1, 2, 3, 4, 8, 9}) {
+          const SplitPlan plan = PlanForcedTailSplit(tiles, k_blocks, slots, forced);
+          SCOPED_TRACE(testing::Message() << "tiles " << tiles << " k_blocks " << k_blocks
+                                          << " slots " << slots << " forced " << forced);
+          const int64_t want = std::min<int64_t>({forced, kMaxSplits, k_blocks});
+          if (tiles % slots == 0 || want < 2) {
+            EXPECT_EQ(plan.splits, 1);
+            EXPECT_EQ(plan.dp_tiles, tiles);
+            EXPECT_EQ(plan.tail_tiles, 0);
+          } else {
+            EXPECT_EQ(plan.splits, want);
+            EXPECT_EQ(plan.tail_tiles, tiles % slots);
+            EXPECT_EQ(plan.dp_tiles % slots, 0);
+          }
+          const auto counts = KBlockCounts(plan, k_blocks);
+          ASSERT_EQ(static_cast<int64_t>(counts.size()), tiles);
+          for (const auto& [tile, c] : counts) {
+            for (int n : c) ASSERT_EQ(n, 1) << "tile " << tile;
+          }
+          EXPECT_TRUE(ScheduleFinishes(plan, slots));
+        }
+      }
+    }
+  }
+  // 0 leaves the plan to PlanTailSplit.
+  const SplitPlan planned = PlanLaunchSplit(64, 128, 132, 0);
+  EXPECT_EQ(planned.splits, PlanTailSplit(64, 128, 132).splits);
+  EXPECT_EQ(PlanLaunchSplit(64, 128, 132, 1).splits, 1);
+  EXPECT_EQ(PlanLaunchSplit(64, 128, 132, 3).splits, 3);
+}
+
 TEST(Sm90Split, PartialSlotsAreUniqueAndSized) {
   for (int cluster : {1, 2}) {
     const SplitPlan plan = PlanTailSplit(26, 128, 66);

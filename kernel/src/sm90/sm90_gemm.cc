@@ -102,6 +102,7 @@ TileConfig ApplyOverride(TileConfig cfg, const DeviceLimits& limits, int* debug_
   if (g_override.stages > 0) cfg.stages = g_override.stages;
   if (g_override.cluster_m > 0) cfg.cluster_m = g_override.cluster_m;
   if (g_override.group_m > 0) cfg.group_m = g_override.group_m;
+  if (g_override.tail_splits > 0) cfg.tail_splits = g_override.tail_splits;
   *debug_flags = g_override.debug_flags;
   t_promotion = (*debug_flags & 16)    ? CU_TENSOR_MAP_L2_PROMOTION_NONE
                 : (*debug_flags & 32)  ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
@@ -390,8 +391,9 @@ int64_t SplitBytesFor(int64_t tiles, int64_t k, const TileConfig& cfg, int sm_co
   const int64_t slots = sm_count / cfg.cluster_m;
   int64_t bytes = 0;
   for (int64_t s = slots / 2; s <= slots; ++s) {
-    bytes = std::max(bytes, SplitWorkspaceBytes(PlanTailSplit(tiles, k_blocks, s), cfg.cluster_m,
-                                                cfg.block_m, cfg.block_n));
+    bytes =
+        std::max(bytes, SplitWorkspaceBytes(PlanLaunchSplit(tiles, k_blocks, s, cfg.tail_splits),
+                                            cfg.cluster_m, cfg.block_m, cfg.block_n));
   }
   return bytes;
 }
@@ -466,6 +468,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
     ws.ptr = opts.workspace;
     ws.bytes = opts.workspace_bytes;
     ws.epoch = NextSplitEpoch();
+    ws.forced_splits = cfg.tail_splits;
   }
   return CudaStatus(LaunchFor(params, cfg, p.d_dtype, p.b_layout, limits.sm_count, stream, ws),
                     "sm90 GEMM launch");
@@ -514,6 +517,7 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
       ws.ptr = opts.workspace;
       ws.bytes = opts.workspace_bytes;
       ws.epoch = NextSplitEpoch();  // per launch: a later chunk reuses the workspace
+      ws.forced_splits = cfg.tail_splits;
     }
     GEMM_RETURN_IF_ERROR(CudaStatus(
         LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits.sm_count, stream, ws),

@@ -34,6 +34,7 @@ struct TuningOverride {
   int block_n = 0, stages = 0, cluster_m = 0, group_m = 0;
   int debug_flags = 0;
   int block_m = 0;
+  int tail_splits = 0;  // K pieces per tile of the last partial wave (TileConfig::tail_splits)
 };
 void SetTuningOverride(const TuningOverride& o);
 void ClearTuningOverride();

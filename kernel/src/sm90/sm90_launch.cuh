@@ -83,8 +83,8 @@ cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t strea
     for (int i = 1; i < params.num_problems; ++i) {
       k = std::min<int64_t>(k, params.problems[i].k);
     }
-    const SplitPlan plan =
-        PlanTailSplit(params.total_tiles, (k + kBlockK - 1) / kBlockK, max_clusters);
+    const SplitPlan plan = PlanLaunchSplit(params.total_tiles, (k + kBlockK - 1) / kBlockK,
+                                           max_clusters, ws.forced_splits);
     if (plan.splits > 1 && TotalUnits(plan) < kMaxTiles &&
         SplitWorkspaceBytes(plan, cs, BM, BN) <= static_cast<int64_t>(ws.bytes)) {
       params.dp_tiles = plan.dp_tiles;

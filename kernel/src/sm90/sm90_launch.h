@@ -15,7 +15,8 @@ namespace gemm::kernel::sm90 {
 struct SplitWorkspace {
   void* ptr = nullptr;
   std::size_t bytes = 0;
-  uint32_t epoch = 0;  // NextSplitEpoch(): what this launch's flags are set to
+  uint32_t epoch = 0;         // NextSplitEpoch(): what this launch's flags are set to
+  int32_t forced_splits = 0;  // TileConfig::tail_splits (0: PlanTailSplit decides)
 };
 
 // A value for SplitWorkspace::epoch, distinct for every call in this process (so a workspace

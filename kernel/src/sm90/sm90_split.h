@@ -30,22 +30,43 @@ inline constexpr int64_t kMinSplitKBlocks = 8;
 // Most K pieces per tile (bounds the workspace and the owner's reduction).
 inline constexpr int32_t kMaxSplits = 8;
 
+// The last, partial wave of `tiles` cluster tiles over `slots` clusters cut into `splits` K
+// pieces per tile (whole waves run unsplit; no split when splits < 2 or no wave is partial).
+GEMM_HD SplitPlan CutTail(int64_t tiles, int64_t slots, int64_t splits) {
+  SplitPlan plan;
+  plan.dp_tiles = tiles;
+  if (tiles <= 0 || slots <= 0 || splits < 2 || tiles % slots == 0) return plan;
+  plan.tail_tiles = tiles % slots;
+  plan.dp_tiles = tiles - plan.tail_tiles;
+  plan.splits = static_cast<int32_t>(splits);
+  return plan;
+}
+
 // Plans `tiles` cluster tiles of `k_blocks` K blocks each over `slots` co-resident clusters.
 // Splits only the last, partial wave, and only when at least 2 pieces fit per tile.
 GEMM_HD SplitPlan PlanTailSplit(int64_t tiles, int64_t k_blocks, int64_t slots) {
-  SplitPlan plan;
-  plan.dp_tiles = tiles;
-  if (tiles <= 0 || slots <= 0) return plan;
-  const int64_t rem = tiles % slots;
-  if (rem == 0) return plan;
-  int64_t splits = slots / rem;
+  const int64_t rem = tiles > 0 && slots > 0 ? tiles % slots : 0;
+  int64_t splits = rem > 0 ? slots / rem : 1;
   if (splits > kMaxSplits) splits = kMaxSplits;
   if (splits > k_blocks / kMinSplitKBlocks) splits = k_blocks / kMinSplitKBlocks;
-  if (splits < 2) return plan;
-  plan.dp_tiles = tiles - rem;
-  plan.tail_tiles = rem;
-  plan.splits = static_cast<int32_t>(splits);
-  return plan;
+  return CutTail(tiles, slots, splits);
+}
+
+// PlanTailSplit with the K pieces per tail tile set to `splits` (clamped to [1, kMaxSplits] and
+// to one K block per piece) instead of derived from the idle slots: the tail wave may then need
+// more than one wave of units. A tuning choice (TileConfig::tail_splits); splits <= 1: no split.
+GEMM_HD SplitPlan PlanForcedTailSplit(int64_t tiles, int64_t k_blocks, int64_t slots,
+                                      int32_t splits) {
+  int64_t s = splits < kMaxSplits ? splits : kMaxSplits;
+  if (s > k_blocks) s = k_blocks;
+  return CutTail(tiles, slots, s);
+}
+
+// The plan of a launch: PlanForcedTailSplit when `forced_splits` > 0, else PlanTailSplit.
+GEMM_HD SplitPlan PlanLaunchSplit(int64_t tiles, int64_t k_blocks, int64_t slots,
+                                  int32_t forced_splits) {
+  return forced_splits > 0 ? PlanForcedTailSplit(tiles, k_blocks, slots, forced_splits)
+                           : PlanTailSplit(tiles, k_blocks, slots);
 }
 
 // Work units of a launch.

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""CPU tests of the m_sweep tools on synthetic gemm_bench --json lines:
+  bench/plot_m_sweep.py   one well-formed SVG per (N, K), one polyline per B layout holding that
+                          layout's valid rows, both axis labels; failed rows are left out
+  bench/best_variants.py  the fastest variant whose result matched wins each row (and the M row
+                          of the per-M table); a faster row with an error, a failed check, bad
+                          outputs or a NaN error never does
+Use: bench_scripts_test.py --bench DIR (the bench/ folder of the tree)
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+BENCH = None
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def row(m, n, k, layout, ours_ms, cublas_ms, **extra):
+    r = {"set": "m_sweep", "M": m, "N": n, "K": k, "batch": 1, "b_layout": layout,
+         "ours_ms": ours_ms, "cublas_ms": cublas_ms, "ratio": cublas_ms / ours_ms,
+         "rel_err": 1e-4, "bad": 0, "error": "", "ours": "Gemm(kSm90)",
+         "device": "Test GPU", "date": "2000-01-01T00:00:00Z"}
+    r.update(extra)
+    return r
+
+
+def write_jsonl(path, rows):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps({"set": "copy", "copy_gbps": 4000.0, "device": "Test GPU"}) + "\n")
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+
+class PlotMSweep(unittest.TestCase):
+    def test_one_svg_per_weight_shape_one_polyline_per_layout(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = []
+            for n, k in ((8192, 8192), (4096, 14336)):
+                for layout in ("nk", "kn"):
+                    for m in (1, 16, 272, 1024):
+                        rows.append(row(m, n, k, layout, 0.05, 0.045))
+            rows.append(row(512, 8192, 8192, "nk", 0.05, 0.05, error="timing: failed"))
+            rows.append(row(64, 8192, 8192, "kn", 0.05, 0.05, ratio=None))
+            rows.append({"set": "decode", "M": 1, "N": 1024, "K": 1024, "b_layout": "nk",
+                         "ratio": 1.0})
+            results = os.path.join(tmp, "test-gpu.jsonl")
+            write_jsonl(results, rows)
+            out = os.path.join(tmp, "img")
+            subprocess.run([sys.executable, os.path.join(BENCH, "plot_m_sweep.py"), "--out", out,
+                            results], check=True, capture_output=True)
+            self.assertEqual(sorted(os.listdir(out)),
+                             ["m_sweep-test-gpu-4096x14336.svg", "m_sweep-test-gpu-8192x8192.svg"])
+            for name in os.listdir(out):
+                root = ET.parse(os.path.join(out, name)).getroot()  # well-formed XML
+                self.assertEqual(root.tag, SVG_NS + "svg")
+                lines = root.findall(SVG_NS + "polyline")
+                self.assertEqual(sorted(p.get("data-layout") for p in lines), ["kn", "nk"])
+                for p in lines:  # the failed rows are not drawn
+                    self.assertEqual(len(p.get("points").split()), 4, name)
+                texts = " ".join(t.text or "" for t in root.iter(SVG_NS + "text"))
+                self.assertIn("M (rows of A and D, log scale)", texts)
+                self.assertIn("cuBLAS time / ours", texts)
+
+
+class BestVariants(unittest.TestCase):
+    def run_tool(self, files, tmp):
+        csv = os.path.join(tmp, "best.csv")
+        done = subprocess.run([sys.executable, os.path.join(BENCH, "best_variants.py"), "--csv",
+                               csv, *files], check=True, capture_output=True, text=True)
+        with open(csv, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        return done.stdout, {tuple(l.split(",")[:4]): l.split(",") for l in lines[1:]}
+
+    def test_fastest_valid_variant_wins(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            files = []
+            variants = {
+                "dispatch": [row(272, 8192, 8192, "nk", 0.080, 0.050),
+                             row(2048, 8192, 8192, "nk", 0.200, 0.200)],
+                "t64x256-c1": [row(272, 8192, 8192, "nk", 0.060, 0.052)],
+                "t128x128-c1": [row(272, 8192, 8192, "nk", 0.040, 0.900, rel_err=0.5)],
+                "t256x128-c1": [row(272, 8192, 8192, "nk", 0.030, 0.900, rel_err=None)],
+                "t128x256-c2": [row(272, 8192, 8192, "nk", 0.020, 0.900, error="launch")],
+                "t64x128-c1": [row(272, 8192, 8192, "nk", 0.035, 0.900, bad=3)],
+            }
+            for name, rows in variants.items():
+                files.append(os.path.join(tmp, f"m_sweep-{name}.jsonl"))
+                write_jsonl(files[-1], rows)
+            out, best = self.run_tool(files, tmp)
+            hole = best[("8192", "8192", "nk", "272")]
+            self.assertEqual(hole[4], "t64x256-c1")
+            self.assertAlmostEqual(float(hole[6]), 0.051)  # median of the valid rows' cuBLAS
+            self.assertAlmostEqual(float(hole[7]), 0.080)
+            self.assertEqual(best[("8192", "8192", "nk", "2048")][4], "dispatch")
+            # dispatch ratios 0.051 / 0.08 (0.6375, printed 0.638) and 1.0; best 0.051 / 0.06 and 1.0
+            self.assertIn("dispatch: geomean 0.798, min 0.638 over 2 rows", out)
+            self.assertIn("geomean 0.922, min 0.850 over 2 rows", out)
+            # The per-M table: the one variant measured on every weight shape that does best.
+            self.assertRegex(out, r"\n\s*nk\s+272\s+0\.638\s+0\.850\s+0\.850\s+t64x256-c1\n")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench", required=True)
+    args, rest = ap.parse_known_args()
+    BENCH = os.path.abspath(args.bench)
+    unittest.main(argv=[sys.argv[0], *rest])
