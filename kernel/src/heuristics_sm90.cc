@@ -60,9 +60,10 @@ TileConfig DecodeTiles(int64_t narrow_tiles, int64_t k, bool b_kn, bool fp32_out
   return best;
 }
 
-// NOTE: the rules, each with its measurement. New rules for the coalesced-batch band (M of about
+// NOTE: the rules, each with its measurement. Rules for the coalesced-batch band (M of about
 // 100-1024) go here; bench/best_variants.py over scripts/gpu_m_sweep_variants.sh names the
-// variant (tile, cluster, split) that wins each row of the m_sweep set.
+// variant (tile, cluster, split) that wins each row of the m_sweep set, and its --rules mode
+// scores the bands below (its RULES table mirrors them).
 constexpr ShapeRule kShapeRules[] = {
     // Two 128-row tiles (128 < M <= 256: e.g. a coalesced batch of 9-16 decode requests) with at
     // most half a wave of 128x256 cluster tiles: 128x256 tiles in 2-CTA clusters, whose tail
@@ -73,6 +74,62 @@ constexpr ShapeRule kShapeRules[] = {
      .m_max = 256,
      .max_waves = 0.5,
      .min_k_blocks = 2 * kMinSplitKBlocks,
+     .block_m = 128,
+     .block_n = 256,
+     .cluster_m = 2},
+    // The bands below come from forcing each launch variant over the m_sweep set (M = 272-768,
+    // (N, K) = (4096, 14336), (8192, 8192), (8192, 28672), (14336, 4096), (28672, 8192), both
+    // layouts; H200, scripts/gpu_m_sweep_variants.sh, bench/best_variants.py --rules). Each
+    // bounds its waves and K to the range it was measured on; speeds are against the
+    // wave-count model's choice on the same rows.
+    //
+    // Three 128-row tiles (256 < M <= 384): 128x256 tiles without a cluster, the last partial
+    // wave split along K as planned. The model picks 128x128 tiles for N = 4096 and 14336 and
+    // 2-CTA clusters for N = 8192 with K = 28672, padding the third row of tiles to a pair. 80
+    // rows: 1.086x geomean, worst row 0.996x (where the model already picks this launch);
+    // e.g. M = 320, 4096x14336: 0.45-0.46 -> 0.69-0.71 of cuBLAS's speed.
+    {.m_min = 257,
+     .m_max = 384,
+     .min_waves = 0.3,
+     .max_waves = 3.0,
+     .min_k_blocks = 64,
+     .block_m = 128,
+     .block_n = 256,
+     .cluster_m = 1},
+    // Four 128-row tiles (384 < M <= 512) whose 128x256 cluster tiles fill about half a wave
+    // (N = 4096): as in the two-row band above, 2-CTA clusters of 128x256 tiles split along K
+    // instead of one wave of 128x128 clusters each running the whole K. 16 rows (N = 4096,
+    // K = 14336): 1.056x geomean, worst row 1.032x. Wider N (1 to 5 waves) gained 0-2%.
+    {.m_min = 385,
+     .m_max = 512,
+     .min_waves = 0.4,
+     .max_waves = 0.5,
+     .min_k_blocks = 64,
+     .block_m = 128,
+     .block_n = 256,
+     .cluster_m = 2},
+    // Five 128-row tiles (512 < M <= 640): 128x256 tiles without a cluster, the last wave split
+    // as planned; the model's 2-CTA clusters of 128x128 (N = 8192) or 128x256 tiles pad the
+    // fifth row of tiles to a pair. 10 rows (M = 640): 1.219x geomean, worst row 0.989x
+    // (28672x8192, where the model already picks this launch); e.g. 8192x8192 0.62 -> 0.91
+    // of cuBLAS's speed, 8192x28672 0.60-0.63 -> 0.95-0.97.
+    {.m_min = 513,
+     .m_max = 640,
+     .min_waves = 0.5,
+     .max_waves = 4.5,
+     .min_k_blocks = 64,
+     .block_m = 128,
+     .block_n = 256,
+     .cluster_m = 1},
+    // Six 128-row tiles (640 < M <= 768): 2-CTA clusters of 128x256 tiles, the last wave split
+    // as planned, not the model's 128x128 clusters (N = 8192; the wider and narrower N already
+    // get this launch). 10 rows (M = 768): 1.038x geomean, worst row 0.996x; N = 8192
+    // 0.91 -> 0.97-1.01 of cuBLAS's speed.
+    {.m_min = 641,
+     .m_max = 768,
+     .min_waves = 0.5,
+     .max_waves = 5.5,
+     .min_k_blocks = 64,
      .block_m = 128,
      .block_n = 256,
      .cluster_m = 2},

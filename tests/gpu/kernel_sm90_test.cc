@@ -259,6 +259,31 @@ TEST(Sm90BenchmarkShapes, MatchesCublasLt) {
   for (const Case& cs : cases) EXPECT_LE(Compare(cs), Tolerance(cs.dtype)) << Name(cs);
 }
 
+// One shape in each measured coalesced-batch band of the heuristics (kShapeRules: M = 257-768),
+// edges off the tiles (M, N, K not multiples of 128, 256, 64 where the band allows), both
+// layouts, BF16 and FP32 output, alpha/beta: each runs the band's launch through the dispatch
+// and matches cuBLASLt.
+TEST(Sm90CoalescedBands, MatchCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const struct {
+    Case cs;
+    const char* launch;  // what the description must name
+  } cases[] = {
+      {{300, 4096, 4096}, "tile=128x256 stages=4 cluster_m=1"},
+      {{383, 14000, 4096, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
+       "tile=128x256 stages=4 cluster_m=1"},
+      {{450, 4000, 4096, 1, BLayout::kKN, DType::kBF16, 1.0f, -1.0f},
+       "tile=128x256 stages=4 cluster_m=2"},
+      {{600, 8000, 4160}, "tile=128x256 stages=4 cluster_m=1"},
+      {{700, 8192, 4096, 1, BLayout::kNK, DType::kFP32}, "tile=128x256 stages=4 cluster_m=2"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_LE(Compare(c.cs), Tolerance(c.cs.dtype)) << Name(c.cs);
+    EXPECT_NE(sm90::LastLaunchDescription().find(c.launch), std::string::npos)
+        << Name(c.cs) << ": " << sm90::LastLaunchDescription();
+  }
+}
+
 // Shapes whose last wave is split along K (sm90_split.h): decode-like M with few tiles, a 3.4-wave
 // shape, FP32 + beta, batched. Each must really split (the launch description says so), and a
 // workspace reused by the next launch (stale flags of an earlier epoch) must not be trusted.

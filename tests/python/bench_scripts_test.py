@@ -4,7 +4,9 @@
                           layout's valid rows, both axis labels; failed rows are left out
   bench/best_variants.py  the fastest variant whose result matched wins each row (and the M row
                           of the per-M table); a faster row with an error, a failed check, bad
-                          outputs or a NaN error never does
+                          outputs or a NaN error never does; --rules takes a rule's rows from
+                          the variant it names, the rest from the dispatch, and fails a rule
+                          that loses to the dispatch
 Use: bench_scripts_test.py --bench DIR (the bench/ folder of the tree)
 """
 import argparse
@@ -102,6 +104,38 @@ class BestVariants(unittest.TestCase):
             self.assertIn("geomean 0.922, min 0.850 over 2 rows", out)
             # The per-M table: the one variant measured on every weight shape that does best.
             self.assertRegex(out, r"\n\s*nk\s+272\s+0\.638\s+0\.850\s+0\.850\s+t64x256-c1\n")
+
+    def score(self, rule_ms):
+        """--rules over a shape inside RULES[0]'s band (rule variant at `rule_ms`, dispatch at
+        0.080 ms), one with too short a K for it and one past every band."""
+        sys.path.insert(0, BENCH)
+        import best_variants  # pylint: disable=import-outside-toplevel
+        rule = best_variants.RULES[0]
+        m = rule["m_min"]
+        with tempfile.TemporaryDirectory() as tmp:
+            files = [os.path.join(tmp, "m_sweep-dispatch.jsonl"),
+                     os.path.join(tmp, f"m_sweep-{rule['variant']}.jsonl")]
+            write_jsonl(files[0], [row(m, 8192, 8192, "nk", 0.080, 0.040),
+                                   row(m, 8192, 64, "nk", 0.010, 0.010),
+                                   row(4096, 8192, 8192, "nk", 0.500, 0.500)])
+            write_jsonl(files[1], [row(m, 8192, 8192, "nk", rule_ms, 0.040),
+                                   row(m, 8192, 64, "nk", 0.005, 0.010)])
+            return subprocess.run([sys.executable, os.path.join(BENCH, "best_variants.py"),
+                                   "--rules", *files], capture_output=True, text=True)
+
+    def test_rules_take_the_named_variant_inside_their_band(self):
+        done = self.score(0.040)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        # dispatch: 0.5, 1.0, 1.0; rules: 1.0 (the rule's row), 1.0 (K too short: dispatch), 1.0
+        self.assertIn("over 3 rows: dispatch geomean 0.794 min 0.500; rules geomean 1.000 min "
+                      "1.000", done.stdout)
+        self.assertRegex(done.stdout, r"1 rows of 1 \(N, K, layout\), gain over dispatch "
+                                      r"geomean 2\.000, worst 2\.000")
+
+    def test_a_rule_slower_than_the_dispatch_misses_the_bar(self):
+        done = self.score(0.090)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("MISSES THE BAR", done.stdout)
 
 
 if __name__ == "__main__":

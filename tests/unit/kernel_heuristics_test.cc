@@ -196,6 +196,65 @@ TEST(HeuristicsSm90, TwoRowTilesUseWideClustersSplitAlongK) {
   EXPECT_EQ(ChooseConfig(one, kH100Sms, kSmemOptin).block_n, 128);
 }
 
+// The weight shapes (N, K) of the m_sweep set the coalesced-batch bands were measured on.
+constexpr int64_t kSweepWeights[][2] = {
+    {4096, 14336}, {8192, 8192}, {8192, 28672}, {14336, 4096}, {28672, 8192}};
+
+// ChooseConfig's launch for M x N x K over B in either layout, checked against a 128x256 tile in
+// `cluster`-CTA clusters at the deepest pipeline, its tail split as planned.
+void ExpectWideTiles(int64_t m, int64_t n, int64_t k, int cluster) {
+  for (bool b_kn : {false, true}) {
+    SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k << (b_kn ? " kn" : " nk"));
+    ShapeQuery q;
+    q.m = m, q.n = n, q.k = k, q.b_kn = b_kn;
+    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+    EXPECT_EQ(cfg.block_m, 128);
+    EXPECT_EQ(cfg.block_n, 256);
+    EXPECT_EQ(cfg.cluster_m, cluster);
+    EXPECT_EQ(cfg.stages, MaxStages(128, 256, false, kSmemOptin));
+    EXPECT_EQ(cfg.tail_splits, 0);
+  }
+}
+
+TEST(HeuristicsSm90, ThreeAndFiveRowTilesUseWideTilesWithoutClusters) {
+  // 256 < M <= 384 and 512 < M <= 640: a 2-CTA cluster would pad the odd row of tiles, and
+  // 128x128 tiles (the model's choice for N = 4096 and 14336) ran 1.1-1.5x slower.
+  for (const auto& w : kSweepWeights) {
+    for (int64_t m : {257, 272, 320, 384, 513, 640}) ExpectWideTiles(m, w[0], w[1], 1);
+  }
+}
+
+TEST(HeuristicsSm90, FourRowTilesInHalfAWaveUseWideClustersSplitAlongK) {
+  // 384 < M <= 512 over N = 4096: 32 clusters of 128x256 (half a wave, split K in two), not a
+  // wave of 128x128 clusters running the whole K.
+  for (int64_t m : {385, 400, 512}) ExpectWideTiles(m, 4096, 14336, 2);
+  // Wider N leaves the band to the wave-count model.
+  ShapeQuery q;
+  q.m = 448, q.n = 8192, q.k = 8192;
+  EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
+}
+
+TEST(HeuristicsSm90, SixRowTilesUseWideClusters) {
+  // 640 < M <= 768: 2-CTA clusters of 128x256, not the model's 128x128 clusters at N = 8192.
+  for (const auto& w : kSweepWeights) {
+    for (int64_t m : {641, 768}) ExpectWideTiles(m, w[0], w[1], 2);
+  }
+}
+
+TEST(HeuristicsSm90, CoalescedBatchBandsStayWithinTheirMeasurement) {
+  ShapeQuery q;
+  q.m = 320, q.n = 8192, q.k = 2048;  // K below the measured 4096
+  EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
+  q.k = 8192, q.n = 65536;  // 768 tiles of 128x256: 5.8 waves, past the measured 2.5
+  EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
+  q.n = 2048;  // 24 tiles: 0.18 waves, below the measured 0.36
+  EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
+  q.n = 8192, q.m = 769;  // past the measured bands
+  EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
+  q.m = 320, q.batch = 2;  // batches keep the model
+  EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
+}
+
 TEST(HeuristicsSm90, ShapeRulesNameCompiledLaunches) {
   ASSERT_FALSE(ShapeRules().empty());
   for (const ShapeRule& r : ShapeRules()) {
