@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "client/channel_security.h"
+#include "client/retry_service_config.h"
 #include "common/channel_args.h"
 #include "gemm/v1/gemm_service.grpc.pb.h"
 
@@ -41,24 +42,12 @@ class GemmClient {
     ChannelSecurity security;
   };
 
-  // The service config the channels get with retry_unavailable: every GemmService method is
-  // retried on UNAVAILABLE, up to 5 attempts, with exponential backoff from 50 ms to 1 s
-  // (jittered). A retry goes through load balancing again, so round_robin sends it to another
-  // server. With round_robin, servers whose health check says NOT_SERVING (draining) get no new
-  // calls.
-  static constexpr char kRetryServiceConfig[] = R"({
-    "healthCheckConfig": {"serviceName": "gemm.v1.GemmService"},
-    "methodConfig": [{
-      "name": [{"service": "gemm.v1.GemmService"}],
-      "retryPolicy": {
-        "maxAttempts": 5,
-        "initialBackoff": "0.05s",
-        "maxBackoff": "1s",
-        "backoffMultiplier": 2,
-        "retryableStatusCodes": ["UNAVAILABLE"]
-      }
-    }]
-  })";
+  // The service config the channels get with retry_unavailable
+  // (client/python/gemm_client/retry_service_config.json): every GemmService method is retried
+  // on UNAVAILABLE, up to 5 attempts, with exponential backoff from 50 ms to 1 s (jittered). A
+  // retry goes through load balancing again, so round_robin sends it to another server. With
+  // round_robin, servers whose health check says NOT_SERVING (draining) get no new calls.
+  static constexpr const char* kRetryServiceConfig = kRetryServiceConfigJson;
 
   // Creates the channel(s); does not connect until the first call. INVALID_ARGUMENT for a
   // security file that cannot be read.

@@ -5,8 +5,8 @@ Thread-safety: one GemmClient may be used from several threads (gRPC channels ar
 """
 
 import dataclasses
+import importlib.resources
 import itertools
-import json
 from typing import Iterable, List, Optional, Sequence, Tuple, Union
 
 import grpc
@@ -120,20 +120,9 @@ def _channel_credentials(tls, token: Optional[str]) -> Optional[grpc.ChannelCred
 # policy: up to 5 attempts, exponential backoff from 50 ms to 1 s; each retry is load-balanced
 # again, so a rolling restart of the servers behind a target costs no failed call; with
 # round_robin, servers whose health check says NOT_SERVING (draining) get no new calls. The same
-# policy as the C++ client's GemmClient::kRetryServiceConfig.
-RETRY_SERVICE_CONFIG = json.dumps({
-    "healthCheckConfig": {"serviceName": "gemm.v1.GemmService"},
-    "methodConfig": [{
-        "name": [{"service": "gemm.v1.GemmService"}],
-        "retryPolicy": {
-            "maxAttempts": 5,
-            "initialBackoff": "0.05s",
-            "maxBackoff": "1s",
-            "backoffMultiplier": 2,
-            "retryableStatusCodes": ["UNAVAILABLE"],
-        },
-    }]
-})
+# policy as the C++ client's (both read retry_service_config.json).
+RETRY_SERVICE_CONFIG = (importlib.resources.files(__package__) /
+                        "retry_service_config.json").read_text(encoding="utf-8")
 
 
 class GemmClient:
