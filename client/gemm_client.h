@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "client/channel_security.h"
 #include "common/channel_args.h"
+#include "common/transport_options.h"
 #include "gemm/v1/gemm_service.grpc.pb.h"
 
 namespace gemm::client {
@@ -31,7 +32,10 @@ class GemmClient {
     std::string lb_policy = "pick_first";
     // Distinct channels (separate TCP connections) used round-robin by Gemm(). Default 1.
     int channels = 1;
-    // Extra gRPC channel arguments (transport tuning), applied to every channel.
+    // HTTP/2 and socket settings of every channel (the server takes the same struct); gRPC's
+    // defaults unless set.
+    TransportOptions transport;
+    // Extra gRPC channel arguments, applied to every channel after `transport` (overriding it).
     std::vector<ChannelArg> channel_args;
     // Retry calls answered UNAVAILABLE (a replica draining, starting or gone) with gRPC's retry
     // policy (kRetryServiceConfig), so that a rolling restart of the servers behind the target
@@ -61,7 +65,7 @@ class GemmClient {
   })";
 
   // Creates the channel(s); does not connect until the first call. INVALID_ARGUMENT for a
-  // security file that cannot be read.
+  // security file that cannot be read or transport settings out of range.
   static absl::StatusOr<std::unique_ptr<GemmClient>> Create(const Options& options);
 
   // Unary Gemm with a deadline of `timeout` (InfiniteDuration: none). Thread-safe.

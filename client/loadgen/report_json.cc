@@ -142,6 +142,8 @@ std::string PointJson(const PointResult& p) {
       ", \"stream_requests\": ", p.stream_requests, ", \"requests_ok\": ", m.ok,
       ", \"requests_failed\": ", m.failed, ", \"throughput_rps\": ", JsonNumber(s.throughput_rps),
       ", \"tflops\": ", JsonNumber(s.tflops), ", \"payload_gbps\": ", JsonNumber(s.payload_gbps),
+      ", \"request_gbps\": ", JsonNumber(s.request_gbps),
+      ", \"response_gbps\": ", JsonNumber(s.response_gbps),
       ",\n     ", LatencyJson(s), ",\n     ",
       JsonCounts("errors", m.errors_by_code, StatusCodeName), ",\n     ",
       ServerTimingJson(s, m.server.responses), ",\n     ",

@@ -14,6 +14,8 @@ import csv
 import html.parser
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -124,6 +126,11 @@ def check_healthy_point(point):
           f"{point['label']}: errors {point['errors']}")
     check(point["throughput_rps"] > 0 and point["tflops"] > 0 and point["payload_gbps"] > 0,
           f"{point['label']}: zero throughput figures")
+    # Both directions are reported apart, and they add up to the payload figure.
+    check(point["request_gbps"] > 0 and point["response_gbps"] > 0,
+          f"{point['label']}: a zero direction figure")
+    check(abs(point["request_gbps"] + point["response_gbps"] - point["payload_gbps"])
+          <= 1e-6 * point["payload_gbps"], f"{point['label']}: directions do not sum to payload")
     check(0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p95"] <= lat["p99"] <= lat["p999"]
           <= lat["max"], f"{point['label']}: percentiles out of order {lat}")
     check(lat["min"] <= lat["mean"] <= lat["max"], f"{point['label']}: mean outside [min,max]")
@@ -497,6 +504,19 @@ def case_scripts(a):
           and abs(pair["mean_ms"] - fig["mean_ms"]) <= 0.002,
           f"joined point {pair}, one report {fig}")
     check("cpu-check" in loads, "recording a second load dropped the first")
+
+    # The inline ceiling's summary pairs a server's run with the echo's of the same load and
+    # transport (here the same report twice: ratio 1).
+    ceiling = os.path.join(a.workdir, "ceiling")
+    os.makedirs(ceiling, exist_ok=True)
+    for server in ("echo-d", "gemm"):
+        shutil.copy(report_path, os.path.join(ceiling, f"decode64.default.{server}.json"))
+    summary = subprocess.run([sys.executable, os.path.join(lib, "inline_ceiling_summary.py"),
+                              ceiling], capture_output=True, text=True, timeout=30)
+    print(summary.stdout, summary.stderr, sep="\n")
+    check(summary.returncode == 0, f"inline_ceiling_summary.py: exit {summary.returncode}")
+    check(re.search(r"decode64 +default +gemm +throughput +1\.00", summary.stdout) is not None,
+          "inline_ceiling_summary.py: no gemm/echo-d ratio of 1.00")
 
     # A report of the old schema (times in microseconds) is refused by name, not misread.
     old = dict(json.load(open(report_path)), schema_version=1)
