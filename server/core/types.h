@@ -130,7 +130,12 @@ std::optional<std::vector<int>> CommonDevices(const GemmRequest& r);
 struct Output {
   std::vector<int64_t> shape;
   DType dtype = DType::kBF16;
-  std::string data;  // empty when the problem's D went to `d_dest`
+  std::string data;  // D's bytes; empty when D went to `d_dest` or is `held` elsewhere
+  // D's bytes left in a buffer of the backend instead of `data` (e.g. its page-locked staging):
+  // valid while `held_owner` lives. The response is sent from them, and the owner is dropped once
+  // the answer is written or the call ends.
+  absl::string_view held;
+  std::shared_ptr<const void> held_owner;
 };
 
 // Where a request's time went.

@@ -239,12 +239,15 @@ absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::
   return r;
 }
 
-void ToProto(core::GemmResult&& result, v1::GemmResponse* proto) {
+void ToOutgoing(core::GemmResult&& result, OutgoingResponse* out) {
+  v1::GemmResponse* proto = &out->message;
   for (core::Output& o : result.outputs) {
     v1::Output* po = proto->add_outputs();
     for (int64_t d : o.shape) po->add_shape(d);
     po->set_dtype(DTypeToProto(o.dtype));
-    *po->mutable_data() = std::move(o.data);
+    out->data.push_back(o.held_owner != nullptr
+                            ? SliceHolding(o.held, std::move(o.held_owner))
+                            : SliceOwning(std::move(o.data)));
   }
   DurationsToProto(result.timing, proto->mutable_timing());
   proto->set_kernel(std::move(result.kernel));

@@ -10,6 +10,7 @@
 #include "server/core/matrix_registry.h"
 #include "server/core/shared_memory_registry.h"
 #include "server/core/types.h"
+#include "server/grpc/response_wire.h"
 
 namespace gemm::service {
 
@@ -24,8 +25,9 @@ absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::
                                             const core::SharedMemoryRegistry& shm,
                                             const core::Caller& caller);
 
-// Moves the result's outputs into `proto` (no copy of the data).
-void ToProto(core::GemmResult&& result, v1::GemmResponse* proto);
+// Moves the result's outputs into `out`: shapes, dtypes, timing and kernel into its message, each
+// output's data into a slice that owns it (no copy of the data).
+void ToOutgoing(core::GemmResult&& result, OutgoingResponse* out);
 
 // Matrix header -> domain description (INVALID_ARGUMENT for bad enum values).
 absl::StatusOr<core::ResidentMatrix::Desc> FromProto(const v1::MatrixHeader& header);

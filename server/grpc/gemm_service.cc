@@ -80,11 +80,11 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
     grant->slot.Reset();
     absl::Status status = result.status();
     if (result.ok()) {
-      v1::GemmResponse response;
-      response.set_request_id(id);
+      OutgoingResponse response;
+      response.message.set_request_id(id);
       const core::Timing timing = result->timing;
-      ToProto(std::move(*result), &response);
-      absl::StatusOr<grpc::ByteBuffer> bytes = SerializeMessage(response);
+      ToOutgoing(std::move(*result), &response);
+      absl::StatusOr<grpc::ByteBuffer> bytes = SerializeResponse(response);
       if (bytes.ok()) *response_bytes = std::move(*bytes);
       status = bytes.status();
       state_.Observe("Gemm", status.code(), status.ok() ? &timing : nullptr);

@@ -135,6 +135,7 @@ void Write(const OutgoingResponse& r, const ResponseParts& p, SliceWriter& w) {
 }
 
 void FreeString(void* s) { delete static_cast<std::string*>(s); }
+void DropOwner(void* owner) { delete static_cast<std::shared_ptr<const void>*>(owner); }
 
 }  // namespace
 
@@ -155,6 +156,12 @@ grpc::Slice SliceOwning(std::string bytes) {
   if (bytes.empty()) return grpc::Slice();
   auto* owned = new std::string(std::move(bytes));
   return grpc::Slice(owned->data(), owned->size(), &FreeString, owned);
+}
+
+grpc::Slice SliceHolding(absl::string_view bytes, std::shared_ptr<const void> owner) {
+  if (bytes.empty()) return grpc::Slice();
+  auto* held = new std::shared_ptr<const void>(std::move(owner));
+  return grpc::Slice(const_cast<char*>(bytes.data()), bytes.size(), &DropOwner, held);
 }
 
 absl::StatusOr<grpc::ByteBuffer> SerializeResponse(OutgoingResponse& response) {

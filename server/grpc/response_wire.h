@@ -7,10 +7,12 @@
 #include <grpcpp/support/slice.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "gemm/v1/gemm_service.pb.h"
 
@@ -28,6 +30,10 @@ struct OutgoingResponse {
 
 // A slice that owns `bytes` (moved in, not copied) and frees it when gRPC is done with it.
 grpc::Slice SliceOwning(std::string bytes);
+
+// A slice of `bytes`, which stay valid while `owner` lives: the slice holds `owner` until gRPC is
+// done with it.
+grpc::Slice SliceHolding(absl::string_view bytes, std::shared_ptr<const void> owner);
 
 // Serializes `response` (INTERNAL when an output carries data both in the message and in a slice,
 // or when the message is over 2 GiB, protobuf's limit). The message is left as it was.

@@ -23,33 +23,37 @@
 namespace gemm::service {
 namespace {
 
-using Responses = std::deque<std::unique_ptr<v1::GemmResponse>>;
+using Responses = ReadyResponses;
 
 // How a stream's messages carry requests and responses: one per message (GemmStream) or
 // several (GemmStreamPacked).
 struct SingleMessages {
   using In = v1::GemmRequest;
-  using Out = v1::GemmResponse;
   static constexpr absl::string_view kMethod = "GemmStream";
   static int Count(const In& /*in*/) { return 1; }
   static v1::GemmRequest* At(In* in, int /*i*/) { return in; }
   // The next message to write, taken from `ready` (not empty): its first response.
-  static std::unique_ptr<Out> Take(Responses* ready) {
-    std::unique_ptr<Out> out = std::move(ready->front());
+  static absl::StatusOr<grpc::ByteBuffer> Take(Responses* ready) {
+    std::unique_ptr<OutgoingResponse> out = std::move(ready->front());
     ready->pop_front();
-    return out;
+    return SerializeResponse(*out);
   }
 };
 
 struct PackedMessages {
   using In = v1::GemmRequestPack;
-  using Out = v1::GemmResponsePack;
   static constexpr absl::string_view kMethod = "GemmStreamPacked";
   static int Count(const In& in) { return in.requests_size(); }
   static v1::GemmRequest* At(In* in, int i) { return in->mutable_requests(i); }
   // The next message to write: the oldest responses in `ready` (not empty), up to
   // kMaxResponsePackBytes.
-  static std::unique_ptr<Out> Take(Responses* ready) { return TakeResponsePack(ready); }
+  static absl::StatusOr<grpc::ByteBuffer> Take(Responses* ready) {
+    std::vector<std::unique_ptr<OutgoingResponse>> pack = TakeResponsePack(ready);
+    std::vector<OutgoingResponse*> order;
+    order.reserve(pack.size());
+    for (const auto& r : pack) order.push_back(r.get());
+    return SerializeResponsePack(order);
+  }
 };
 
 // One GemmStream / GemmStreamPacked call. Reads messages one at a time and submits the requests
@@ -215,15 +219,16 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   // Answers request `id` (in flight, holding `bytes`) with `result`.
   void Complete(const std::string& id, absl::StatusOr<core::GemmResult> result, int64_t bytes) {
-    auto response = std::make_unique<v1::GemmResponse>();
-    response->set_request_id(id);
+    auto response = std::make_unique<OutgoingResponse>();
+    response->message.set_request_id(id);
     if (result.ok()) {
       state_->Observe(Messages::kMethod, absl::StatusCode::kOk, &result->timing);
-      ToProto(std::move(*result), response.get());
+      ToOutgoing(std::move(*result), response.get());
     } else {
       state_->Observe(Messages::kMethod, result.status().code(), nullptr);
-      response->mutable_error()->set_code(static_cast<int>(result.status().code()));
-      response->mutable_error()->set_message(CappedStatusMessage(result.status().message()));
+      v1::Error* error = response->message.mutable_error();
+      error->set_code(static_cast<int>(result.status().code()));
+      error->set_message(CappedStatusMessage(result.status().message()));
     }
     std::optional<grpc::Status> end;
     {
@@ -288,12 +293,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // Writes the next message made of ready answers (ready_ not empty).
   void StartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t before = ready_.size();
-    std::unique_ptr<typename Messages::Out> out = Messages::Take(&ready_);
+    absl::StatusOr<grpc::ByteBuffer> bytes = Messages::Take(&ready_);
     for (size_t i = ready_.size(); i < before; ++i) {
       writing_bytes_ += ready_bytes_.front();
       ready_bytes_.pop_front();
     }
-    absl::StatusOr<grpc::ByteBuffer> bytes = SerializeMessage(*out);
     if (!bytes.ok()) {  // over 2 GiB: the limits keep answers far below
       status_ = ToGrpcStatus(bytes.status());
       ReleaseLocked(writing_bytes_);

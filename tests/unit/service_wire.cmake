@@ -14,3 +14,9 @@ add_executable(response_wire_test ${CMAKE_CURRENT_LIST_DIR}/response_wire_test.c
                                   ${CMAKE_CURRENT_LIST_DIR}/transport_options_test.cc)
 target_link_libraries(response_wire_test PRIVATE gemm_grpc_wire gemm_common GTest::gtest_main)
 gtest_discover_tests(response_wire_test DISCOVERY_MODE PRE_TEST)
+
+# Answers sent from buffers the backend keeps, released when written or dropped (in-process
+# server over loopback, fake backend).
+add_executable(response_release_test ${CMAKE_CURRENT_LIST_DIR}/response_release_test.cc)
+target_link_libraries(response_release_test PRIVATE gemm_grpc_service GTest::gtest_main)
+gtest_discover_tests(response_release_test DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 120)
