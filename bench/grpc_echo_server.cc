@@ -5,9 +5,10 @@
 // for FP32, times the batch count) or none (--answer_data=empty; with shared memory the caller's D
 // slot is always left as it is). The answer bytes are built once per size and shared by every
 // answer (no per-byte work per request), and the gRPC port takes the same transport flags as
-// gemm_server. gemm_loadgen pointed at it (with --verify_fraction=0) measures what gRPC and the load
-// generator alone carry on a machine with the same payloads both ways, a rate no server can pass
-// there. --answer=inline answers on the gRPC thread that read the message (gRPC runs its callbacks
+// gemm_server. gemm_loadgen pointed at it (with --verify_fraction=0) measures what gRPC and the
+// load generator alone carry on a machine with the same payloads both ways, a rate no server can
+// pass there. Requests are parsed as gemm_server parses them (operands left in gRPC's buffers).
+// --answer=inline answers on the gRPC thread that read the message (gRPC runs its callbacks
 // on several threads); --answer=thread hands each message to a pool of --answer_threads answering
 // threads first (the one hand-off a real server needs at least). At exit it prints how many
 // distinct threads answered.
@@ -36,8 +37,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/transport_flags.h"
 #include "gemm/v1/gemm_service.grpc.pb.h"
+#include "server/grpc/received_message.h"
 #include "server/grpc/response_wire.h"
-#include "server/grpc/wire_message.h"
 
 ABSL_FLAG(std::string, host, "127.0.0.1", "Address to listen on");
 ABSL_FLAG(int, port, 50400, "Port to listen on");
@@ -186,8 +187,9 @@ class EchoStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
       MaybeFinishLocked(l);
       return;
     }
-    auto pack = std::make_shared<v1::GemmRequestPack>();
-    const absl::Status parsed = gemm::service::ParseMessage(in_, "GemmStreamPacked message", pack.get());
+    // Parsed as the server parses it: the operands stay in gRPC's buffers (never read here).
+    auto pack = std::make_shared<gemm::service::Received<v1::GemmRequestPack>>();
+    const absl::Status parsed = pack->Parse(in_, "GemmStreamPacked message");
     in_.Clear();
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -205,9 +207,9 @@ class EchoStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::
     }
     StartRead(&in_);
     if (answerers_ == nullptr) {
-      Reply(*pack);
+      Reply(pack->message);
     } else {
-      answerers_->Post([this, pack] { Reply(*pack); });
+      answerers_->Post([this, pack] { Reply(pack->message); });
     }
   }
 
@@ -341,15 +343,16 @@ class EchoService final : public RawEchoService {
                                  const grpc::ByteBuffer* request,
                                  grpc::ByteBuffer* response) override {
     auto* reactor = context->DefaultReactor();
-    v1::GemmRequest in;
-    if (absl::Status s = gemm::service::ParseMessage(*request, "Gemm", &in); !s.ok()) {
+    gemm::service::Received<v1::GemmRequest> in;
+    if (absl::Status s = in.Parse(*request, "Gemm"); !s.ok()) {
       reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message())));
       return reactor;
     }
-    OutgoingResponse answer = Answer(in, *bytes_);
+    OutgoingResponse answer = Answer(in.message, *bytes_);
     absl::StatusOr<grpc::ByteBuffer> out = gemm::service::SerializeResponse(answer);
     if (!out.ok()) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::INTERNAL, std::string(out.status().message())));
+      reactor->Finish(
+          grpc::Status(grpc::StatusCode::INTERNAL, std::string(out.status().message())));
       return reactor;
     }
     *response = *std::move(out);
@@ -442,7 +445,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<Answerers> answerers;
-  if (mode == "thread") answerers = std::make_unique<Answerers>(absl::GetFlag(FLAGS_answer_threads));
+  if (mode == "thread")
+    answerers = std::make_unique<Answerers>(absl::GetFlag(FLAGS_answer_threads));
   AnswerBytes bytes(data == "d");
   EchoService service(answerers.get(), &bytes);
   grpc::ServerBuilder builder;

@@ -22,13 +22,12 @@ constexpr int kMaxFrameBytes = (1 << 24) - 1;
 }  // namespace
 
 absl::StatusOr<std::vector<ChannelArg>> TransportChannelArgs(const TransportOptions& o) {
-  const std::pair<const char*, int> sizes[] = {
-      {"max_frame_bytes", o.max_frame_bytes},
-      {"stream_window_bytes", o.stream_window_bytes},
-      {"write_buffer_bytes", o.write_buffer_bytes},
-      {"read_chunk_bytes", o.read_chunk_bytes},
-      {"min_read_chunk_bytes", o.min_read_chunk_bytes},
-      {"max_read_chunk_bytes", o.max_read_chunk_bytes}};
+  const std::pair<const char*, int> sizes[] = {{"max_frame_bytes", o.max_frame_bytes},
+                                               {"stream_window_bytes", o.stream_window_bytes},
+                                               {"write_buffer_bytes", o.write_buffer_bytes},
+                                               {"read_chunk_bytes", o.read_chunk_bytes},
+                                               {"min_read_chunk_bytes", o.min_read_chunk_bytes},
+                                               {"max_read_chunk_bytes", o.max_read_chunk_bytes}};
   for (const auto& [field, value] : sizes) {
     if (value < 0) {
       return absl::InvalidArgumentError(absl::StrCat(field, ": must be >= 0, got ", value));
@@ -37,14 +36,14 @@ absl::StatusOr<std::vector<ChannelArg>> TransportChannelArgs(const TransportOpti
   if (o.max_frame_bytes != 0 &&
       (o.max_frame_bytes < kMinFrameBytes || o.max_frame_bytes > kMaxFrameBytes)) {
     return absl::InvalidArgumentError(absl::StrCat("max_frame_bytes: must be 0 or in [",
-                                                   kMinFrameBytes, ", ", kMaxFrameBytes,
-                                                   "], got ", o.max_frame_bytes));
+                                                   kMinFrameBytes, ", ", kMaxFrameBytes, "], got ",
+                                                   o.max_frame_bytes));
   }
   if (o.min_read_chunk_bytes > 0 && o.max_read_chunk_bytes > 0 &&
       o.min_read_chunk_bytes > o.max_read_chunk_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("min_read_chunk_bytes: ", o.min_read_chunk_bytes,
-                     " is above max_read_chunk_bytes ", o.max_read_chunk_bytes));
+    return absl::InvalidArgumentError(absl::StrCat("min_read_chunk_bytes: ", o.min_read_chunk_bytes,
+                                                   " is above max_read_chunk_bytes ",
+                                                   o.max_read_chunk_bytes));
   }
   std::vector<ChannelArg> args;
   auto add = [&args](const char* name, int value) {

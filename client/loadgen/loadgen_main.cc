@@ -34,8 +34,8 @@
 #include "client/security_flags.h"
 #include "common/abseil_runtime.h"
 #include "common/channel_args.h"
-#include "common/transport_flags.h"
 #include "common/cli_flags.h"
+#include "common/transport_flags.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server(s): comma-separated gRPC targets (host:port, dns:///name:port, ...); requests "

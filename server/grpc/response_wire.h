@@ -40,6 +40,7 @@ grpc::Slice SliceHolding(absl::string_view bytes, std::shared_ptr<const void> ow
 absl::StatusOr<grpc::ByteBuffer> SerializeResponse(OutgoingResponse& response);
 
 // Serializes a GemmResponsePack of `responses`, in order; errors as SerializeResponse.
-absl::StatusOr<grpc::ByteBuffer> SerializeResponsePack(absl::Span<OutgoingResponse* const> responses);
+absl::StatusOr<grpc::ByteBuffer> SerializeResponsePack(
+    absl::Span<OutgoingResponse* const> responses);
 
 }  // namespace gemm::service

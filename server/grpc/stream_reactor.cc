@@ -15,10 +15,10 @@
 #include "server/core/answer_batch.h"
 #include "server/core/validation.h"
 #include "server/grpc/convert.h"
+#include "server/grpc/received_message.h"
 #include "server/grpc/refused_call.h"
 #include "server/grpc/response_pack.h"
 #include "server/grpc/status_util.h"
-#include "server/grpc/wire_message.h"
 
 namespace gemm::service {
 namespace {
@@ -90,14 +90,14 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
 
   void OnReadDone(bool ok) override {
-    auto message = std::make_shared<In>();
+    auto message = std::make_shared<Received<In>>();
     absl::Status parsed = absl::OkStatus();
     if (ok) {
-      parsed = ParseMessage(read_buffer_, absl::StrCat(Messages::kMethod, " message ", ++messages_),
-                            message.get());
+      parsed =
+          message->Parse(read_buffer_, absl::StrCat(Messages::kMethod, " message ", ++messages_));
     }
-    read_buffer_.Clear();
-    if (!BeginHandling(ok && parsed.ok() ? message.get() : nullptr, parsed)) return;
+    read_buffer_.Clear();  // the message holds the buffers it reads its operands from
+    if (!BeginHandling(ok && parsed.ok() ? &message->message : nullptr, parsed)) return;
     HandleMessage(std::move(message));
     std::optional<grpc::Status> end;
     {
@@ -160,21 +160,21 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   // Submits the requests of `message` together (answering those that cannot run with their
   // error), or answers them all UNAVAILABLE while the server drains.
-  void HandleMessage(std::shared_ptr<In> message) {
-    const int count = Messages::Count(*message);
+  void HandleMessage(std::shared_ptr<Received<In>> message) {
+    const int count = Messages::Count(message->message);
     const absl::Status admitted = state_->Admit();
     std::vector<std::shared_ptr<core::WorkItem>> items;
     std::vector<std::pair<std::string, int64_t>> held;  // id and answer bytes of each item
     for (int i = 0; i < count; ++i) {
-      // Each request keeps the whole message alive (its operands point into it).
-      std::shared_ptr<v1::GemmRequest> request(message, Messages::At(message.get(), i));
+      // Each request keeps the whole message alive (its operands point into its buffers).
+      std::shared_ptr<v1::GemmRequest> request(message, Messages::At(&message->message, i));
       if (!admitted.ok()) {
         Complete(request->request_id(), admitted, 0);
         continue;
       }
       std::string id = request->request_id();
       int64_t bytes = 0;
-      auto item = MakeItem(std::move(request), &bytes);
+      auto item = MakeItem(std::move(request), message->bytes, &bytes);
       if (item == nullptr) continue;  // answered with its error
       held.emplace_back(std::move(id), bytes);
       items.push_back(std::move(item));
@@ -187,14 +187,15 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     }
   }
 
-  // The work item of one request (already counted in in_flight_), holding `*bytes` of the answer
-  // budget, or null after answering the request with why it cannot be converted.
+  // The work item of one request (already counted in in_flight_; its operands read from the
+  // buffers of `received`), holding `*bytes` of the answer budget, or null after answering the
+  // request with why it cannot be converted.
   std::shared_ptr<core::WorkItem> MakeItem(std::shared_ptr<v1::GemmRequest> request,
-                                           int64_t* bytes) {
+                                           const ReceivedMessage& received, int64_t* bytes) {
     const absl::Time arrival = absl::Now();
     std::string id = request->request_id();
     auto domain = FromProto(*request, arrival, RpcDeadline(*context_), state_->engine().limits(),
-                            state_->engine().shared_memory(), grant_.caller);
+                            state_->engine().shared_memory(), grant_.caller, &received);
     if (!domain.ok()) {
       Complete(id, domain.status(), 0);
       return nullptr;

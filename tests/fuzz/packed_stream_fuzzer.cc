@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-
 #include <string>
 #include <vector>
 
@@ -34,9 +33,9 @@ size_t ReadCap(FuzzInput& in) {
   return b < 6 * 40 ? kCaps[b % 6] : size_t{b} * 16;
 }
 
-std::unique_ptr<service::OutgoingResponse> Answer(
-    const v1::GemmRequest& request, const absl::StatusOr<core::GemmRequest>& admitted,
-    int64_t* output_budget) {
+std::unique_ptr<service::OutgoingResponse> Answer(const v1::GemmRequest& request,
+                                                  const absl::StatusOr<core::GemmRequest>& admitted,
+                                                  int64_t* output_budget) {
   auto outgoing = std::make_unique<service::OutgoingResponse>();
   v1::GemmResponse* response = &outgoing->message;
   response->set_request_id(request.request_id());
@@ -82,7 +81,8 @@ std::string Flatten(const grpc::ByteBuffer& bytes) {
   std::vector<grpc::Slice> slices;
   (void)bytes.Dump(&slices);
   std::string out;
-  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
   return out;
 }
 

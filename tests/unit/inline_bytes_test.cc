@@ -1,25 +1,27 @@
-// Answers sent from a buffer the backend keeps (core::Output::held, as the GPU backend's staging
-// would be): in one process (gRPC over loopback, GemmEngine over a fake one-device backend, no
-// GPU), the client receives the buffer's bytes, and every buffer is released once its answer is
-// written (unary, packed stream) or dropped (a stream the client cancels before its answers are
-// ready).
+// The inline path's bytes in one process (gRPC over loopback, GemmEngine over a fake one-device
+// backend, no GPU): a large inline operand reaches the backend as the pieces gRPC received it in
+// (not copied into one string), and answers are sent from a buffer the backend keeps
+// (core::Output::held, as the GPU backend's staging would be): the client receives the buffer's
+// bytes, and every buffer is released once its answer is written (unary, packed stream) or
+// dropped (a stream the client cancels before its answers are ready).
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/server_builder.h>
 
 #include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gemm/v1/gemm_service.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "server/core/engine.h"
 #include "server/grpc/gemm_service.h"
+#include "tests/unit/loopback_service.h"
+#include "tests/unit/one_device_backend.h"
 
 namespace gemm {
 namespace {
@@ -40,43 +42,38 @@ struct HeldBuffer {
 // D's bytes of a request of `m` rows and 4 columns (BF16): each byte is m.
 std::string Answer(int64_t m) { return std::string(m * 4 * 2, static_cast<char>(m)); }
 
-// One device pulled by one thread; answers every item from a HeldBuffer once `gate` opens.
-class HeldAnswerBackend : public core::Backend {
+// Answers every item from a HeldBuffer once `gate` opens; remembers the A of the last item.
+class HeldAnswerBackend : public testing::OneDeviceBackend {
  public:
   HeldAnswerBackend(absl::Notification* gate, std::atomic<int>* taken, std::atomic<int>* made,
                     std::atomic<int>* released)
       : gate_(gate), taken_(taken), made_(made), released_(released) {}
-  std::string Name() const override { return "fake"; }
-  core::BackendDescription Describe() const override {
-    core::BackendDescription d;
-    d.name = "fake";
-    d.devices.resize(1);
-    return d;
+
+  // The A of the last request run, and how many pieces it came in.
+  std::string last_a(size_t* pieces) {
+    absl::MutexLock lock(&mu_);
+    *pieces = a_pieces_;
+    return a_;
   }
-  std::vector<int> Devices() const override { return {0}; }
-  absl::Status Start(core::WorkSource* source) override {
-    thread_ = std::thread([this, source] {
-      while (std::optional<core::Batch> b = source->Next(0)) {
-        taken_->fetch_add(static_cast<int>(b->items.size()));
-        gate_->WaitForNotification();
-        for (const auto& item : b->items) {
-          const core::Problem& p = item->request.problems[0];
-          auto buffer = std::make_shared<HeldBuffer>(Answer(p.m), made_, released_);
-          core::GemmResult r;
-          r.outputs.push_back(core::Output{.shape = {p.m, p.n}, .held = buffer->bytes});
-          r.outputs.back().held_owner = std::move(buffer);
-          item->done(std::move(r));
-        }
+
+ protected:
+  void RunBatch(const core::Batch& b) override {
+    taken_->fetch_add(static_cast<int>(b.items.size()));
+    gate_->WaitForNotification();
+    for (const auto& item : b.items) {
+      const core::Problem& p = item->request.problems[0];
+      {
+        absl::MutexLock lock(&mu_);
+        a_pieces_ = p.a.pieces().size();
+        a_.clear();
+        for (absl::string_view piece : p.a.pieces()) a_.append(piece.data(), piece.size());
       }
-    });
-    return absl::OkStatus();
-  }
-  void Stop() override {
-    if (thread_.joinable()) thread_.join();
-  }
-  absl::StatusOr<std::unique_ptr<core::MatrixUpload>> BeginUpload(
-      core::ResidentMatrix::Desc) override {
-    return absl::UnimplementedError("no uploads");
+      auto buffer = std::make_shared<HeldBuffer>(Answer(p.m), made_, released_);
+      core::GemmResult r;
+      r.outputs.push_back(core::Output{.shape = {p.m, p.n}, .held = buffer->bytes});
+      r.outputs.back().held_owner = std::move(buffer);
+      item->done(std::move(r));
+    }
   }
 
  private:
@@ -84,27 +81,22 @@ class HeldAnswerBackend : public core::Backend {
   std::atomic<int>* const taken_;
   std::atomic<int>* const made_;
   std::atomic<int>* const released_;
-  std::thread thread_;
+  absl::Mutex mu_;
+  std::string a_ ABSL_GUARDED_BY(mu_);
+  size_t a_pieces_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-class ResponseReleaseTest : public ::testing::Test {
+class InlineBytesTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto e = core::GemmEngine::Create(
-        {}, std::make_unique<HeldAnswerBackend>(&gate_, &taken_, &made_, &released_));
+    auto backend = std::make_unique<HeldAnswerBackend>(&gate_, &taken_, &made_, &released_);
+    backend_ = backend.get();
+    auto e = core::GemmEngine::Create({}, std::move(backend));
     ASSERT_TRUE(e.ok()) << e.status();
     engine_ = std::move(*e);
-    auto service = service::GemmServiceImpl::Create(engine_.get(), {.version = "test"});
-    ASSERT_TRUE(service.ok()) << service.status();
-    service_ = std::move(*service);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    stub_ = v1::GemmService::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    const absl::Status started = loopback_.Start(engine_.get());
+    ASSERT_TRUE(started.ok()) << started;
+    stub_ = loopback_.stub.get();
   }
 
   void TearDown() override { ShutDown(); }
@@ -114,7 +106,7 @@ class ResponseReleaseTest : public ::testing::Test {
     if (!gate_.HasBeenNotified()) gate_.Notify();
     if (shut_down_) return;
     shut_down_ = true;
-    if (server_ != nullptr) server_->Shutdown();
+    loopback_.Shutdown();
     if (engine_ != nullptr) engine_->Shutdown();
   }
 
@@ -126,7 +118,9 @@ class ResponseReleaseTest : public ::testing::Test {
     p->set_m(m);
     p->set_n(4);
     p->set_k(4);
-    p->set_a(std::string(m * 4 * 2, '\1'));
+    std::string a(m * 4 * 2, '\0');
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<char>(i * 31 + 7);
+    p->set_a(std::move(a));
     p->set_b(std::string(4 * 4 * 2, '\1'));
     return r;
   }
@@ -143,13 +137,13 @@ class ResponseReleaseTest : public ::testing::Test {
   std::atomic<int> taken_{0};
   std::atomic<int> made_{0};
   std::atomic<int> released_{0};
+  HeldAnswerBackend* backend_ = nullptr;  // owned by engine_
   std::unique_ptr<core::GemmEngine> engine_;
-  std::unique_ptr<service::GemmServiceImpl> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::GemmService::Stub> stub_;
+  testing::LoopbackService loopback_;
+  v1::GemmService::Stub* stub_ = nullptr;
 };
 
-TEST_F(ResponseReleaseTest, UnaryAnswerCarriesTheHeldBytesAndReleasesThem) {
+TEST_F(InlineBytesTest, UnaryAnswerCarriesTheHeldBytesAndReleasesThem) {
   gate_.Notify();
   grpc::ClientContext ctx;
   v1::GemmResponse response;
@@ -160,7 +154,19 @@ TEST_F(ResponseReleaseTest, UnaryAnswerCarriesTheHeldBytesAndReleasesThem) {
   EXPECT_TRUE(Reaches(released_, 1)) << released_.load() << " of 1 buffers released";
 }
 
-TEST_F(ResponseReleaseTest, PackedStreamAnswersCarryTheHeldBytesAndReleaseThem) {
+TEST_F(InlineBytesTest, LargeInlineOperandReachesTheBackendInTheReceivedPieces) {
+  gate_.Notify();
+  const v1::GemmRequest request = Request("large", 1 << 15);  // A: 256 KiB
+  grpc::ClientContext ctx;
+  v1::GemmResponse response;
+  const grpc::Status s = stub_->Gemm(&ctx, request, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  size_t pieces = 0;
+  EXPECT_EQ(backend_->last_a(&pieces), request.problem().a());
+  EXPECT_GT(pieces, 1u) << "A was copied into one string";
+}
+
+TEST_F(InlineBytesTest, PackedStreamAnswersCarryTheHeldBytesAndReleaseThem) {
   gate_.Notify();
   grpc::ClientContext ctx;
   auto stream = stub_->GemmStreamPacked(&ctx);
@@ -182,7 +188,7 @@ TEST_F(ResponseReleaseTest, PackedStreamAnswersCarryTheHeldBytesAndReleaseThem) 
   EXPECT_TRUE(Reaches(released_, 5)) << released_.load() << " of 5 buffers released";
 }
 
-TEST_F(ResponseReleaseTest, CancelledStreamReleasesAnswersReadyAfterIt) {
+TEST_F(InlineBytesTest, CancelledStreamReleasesAnswersReadyAfterIt) {
   grpc::ClientContext ctx;
   auto stream = stub_->GemmStreamPacked(&ctx);
   v1::GemmRequestPack pack;
