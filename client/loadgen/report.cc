@@ -103,8 +103,9 @@ std::string FormatTable(const Report& report) {
         s.payload_gbps, s.request_gbps, s.response_gbps, s.lat_mean_ms, s.lat_p50_ms, s.lat_p90_ms,
         s.lat_p95_ms, s.lat_p99_ms, s.lat_p999_ms, s.lat_max_ms, s.errors);
   }
-  out += "GB/s: operand + output bytes; in / out: those carried by the request / response "
-         "messages\n";
+  out +=
+      "GB/s: operand + output bytes; in / out: those carried by the request / response "
+      "messages\n";
   out += "time per request (mean): latency = client+transport + server total\n";
   absl::StrAppendFormat(&out, "%-18s %9s %9s %9s %9s %9s %9s %9s %9s %10s %9s\n", "point",
                         "latency", "client+tr", "server", "queue", "copy_in", "compute", "copy_out",
