@@ -14,6 +14,7 @@
 #include <cstring>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace gemm::service {
@@ -45,17 +46,25 @@ bool IsViewedBytes(const FieldDescriptor* f) {
 }
 
 // Whether messages of type `d` hold a viewed bytes field, directly or inside a message field.
-bool HoldsBytes(const Descriptor* d, int depth) {
+bool WalkHoldsBytes(const Descriptor* d, int depth) {
   if (depth > kMaxDepth) return false;
   for (int i = 0; i < d->field_count(); ++i) {
     const FieldDescriptor* f = d->field(i);
     if (IsViewedBytes(f)) return true;
     if (f->type() == FieldDescriptor::TYPE_MESSAGE && !f->is_map() &&
-        HoldsBytes(f->message_type(), depth + 1)) {
+        WalkHoldsBytes(f->message_type(), depth + 1)) {
       return true;
     }
   }
   return false;
+}
+
+// WalkHoldsBytes, remembered per type (and thread: no lock).
+bool HoldsBytes(const Descriptor* d) {
+  thread_local absl::flat_hash_map<const Descriptor*, bool> known;
+  auto [it, inserted] = known.try_emplace(d, false);
+  if (inserted) it->second = WalkHoldsBytes(d, 0);
+  return it->second;
 }
 
 // Reads the slices in order.
@@ -145,7 +154,7 @@ class ReceivedMessage::Scanner {
           continue;
         }
         if (f != nullptr && f->type() == FieldDescriptor::TYPE_MESSAGE && !f->is_map() &&
-            HoldsBytes(f->message_type(), 0)) {
+            HoldsBytes(f->message_type())) {
           if (!flush()) return false;
           Message* sub = f->is_repeated() ? message->GetReflection()->AddMessage(message, f)
                                           : message->GetReflection()->MutableMessage(message, f);
