@@ -6,12 +6,17 @@
 #   echo-d        grpc_echo_server answering with D's real size (the round-trip ceiling)
 #   gemm          gemm_server (CUDA backend), 1% of the answers checked against float64
 #   gemm-nobatch  the same with --batching=false (decode loads only)
+#   main-gemm     $BASELINE/server/gemm_server (a build of the commit to compare with), 1% checked;
+#                 only with transport "default" (an older server may not know the transport flags)
 # (SERVERS picks among them), every process with the same transport flags. Loads:
 #   decode64   16x8192x8192 against a resident [N,K] weight, A and D in the gRPC messages, packed
 #              streams, 64 closed-loop callers on 8 channels
 #   decode128  the same with 128 callers on 16 channels
 #   large      4096x4096x4096 with A and B in every request (64 MiB in, 32 MiB out), unary, 8
 #              callers on 1 channel
+#   decode64-shm, decode64-ipc  decode64 with A and D in a POSIX shared-memory region / in the load
+#              generator's GPU memory (CUDA IPC): the paths that must not regress (with main-gemm:
+#              LOADS="decode64-shm decode64-ipc" SERVERS="gemm main-gemm" BASELINE=... )
 # Transport settings (flags of every server and of gemm_loadgen; add more to the case below):
 #   default       gRPC's defaults
 #   frame-window  1 MiB HTTP/2 frames, 8 MiB initial stream window
@@ -36,6 +41,7 @@ source "$here/lib/thread_cpu.sh"
 TRANSPORTS=${TRANSPORTS:-default frame-window}
 LOADS=${LOADS:-decode64 decode128 large}
 SERVERS=${SERVERS:-echo-empty echo-d gemm gemm-nobatch}
+BASELINE=${BASELINE:-}
 WINDOW_S=${WINDOW_S:-4}
 PORT=50400
 nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -60,6 +66,8 @@ load_flags() {  # load_flags LOAD: the load generator's flags of LOAD
   case $1 in
     decode64) echo "$decode --concurrency=64 --channels=8" ;;
     decode128) echo "$decode --concurrency=128 --channels=16" ;;
+    decode64-shm) echo "$decode --concurrency=64 --channels=8 --shm" ;;
+    decode64-ipc) echo "$decode --concurrency=64 --channels=8 --shm --shm_device=0" ;;
     large) echo "--shm=false --shapes=4096x4096x4096 --b=inline --b_layout=kn --rpc=unary \
       --concurrency=8 --channels=1" ;;
     *) echo "gpu_inline_ceiling: unknown load '$1'" >&2; exit 2 ;;
@@ -67,6 +75,13 @@ load_flags() {  # load_flags LOAD: the load generator's flags of LOAD
 }
 for t in $TRANSPORTS; do transport_flags "$t" >/dev/null || exit 2; done
 for l in $LOADS; do load_flags "$l" >/dev/null || exit 2; done
+case " $SERVERS " in
+  *" main-gemm "*)
+    [ -x "$BASELINE/server/gemm_server" ] || {
+      echo "gpu_inline_ceiling: main-gemm needs BASELINE=<build dir with server/gemm_server>" >&2
+      exit 2
+    } ;;
+esac
 
 # start_server KIND TRANSPORT_FLAGS...: starts server KIND on $PORT; sets $pid.
 start_server() {
@@ -79,6 +94,8 @@ start_server() {
       --metrics_port=0 --self_test=false "$@" >"$log" 2>&1 & ;;
     gemm-nobatch) CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 \
       --port=$PORT --metrics_port=0 --self_test=false --batching=false "$@" >"$log" 2>&1 & ;;
+    main-gemm) CUDA_VISIBLE_DEVICES=0 "$BASELINE/server/gemm_server" --backend=cuda \
+      --host=127.0.0.1 --port=$PORT --metrics_port=0 --self_test=false "$@" >"$log" 2>&1 & ;;
   esac
   pid=$!
 }
@@ -89,7 +106,7 @@ ceiling_run() {
   local tf lf
   read -r -a tf <<<"$(transport_flags "$transport")"
   read -r -a lf <<<"$(load_flags "$load")"
-  case $kind in gemm*) verify=0.01 ;; esac
+  case $kind in gemm* | main-gemm) verify=0.01 ;; esac
   start_server "$kind" "$OUT/server-$name.log" "${tf[@]}"
   wait_for_server $PORT || { kill -TERM "$pid"; wait "$pid"; return 1; }
   nvidia-smi -i 0 --query-gpu=utilization.gpu,clocks.sm --format=csv,noheader,nounits \
@@ -121,6 +138,7 @@ for transport in $TRANSPORTS; do
   for load in $LOADS; do
     for kind in $SERVERS; do
       [ "$kind" = gemm-nobatch ] && [ "$load" = large ] && continue
+      [ "$kind" = main-gemm ] && [ "$transport" != default ] && continue
       ceiling_run "$load.$transport.$kind" "$kind" "$load" "$transport"
     done
   done

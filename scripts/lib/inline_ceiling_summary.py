@@ -4,8 +4,8 @@ LOAD.TRANSPORT.SERVER.json, with NAME.cpu and NAME.threads beside them): per run
 payload GB/s each way, CPU microseconds per request of the server and of the load generator, the
 GPU's event-timed kernel time per request (the batch's kernel time over the requests in it), the
 answers checked and the mismatches; then, per load and transport, gemm's throughput and server CPU
-per request against the D-sized echo's (the round-trip ceiling), batching on against off, and the
-busiest threads of each server.
+per request against the D-sized echo's (the round-trip ceiling), this build's server against a
+baseline build's (main-gemm), batching on against off, and the busiest threads of each server.
 
 Usage: inline_ceiling_summary.py OUT_DIR
 """
@@ -67,6 +67,13 @@ def main():
                 print(f"  {load:10} {transport:14} {server:13} throughput "
                       f"{ratio(ours['rps'], echo['rps']):5.2f}  server CPU per request "
                       f"{ratio(ours['srv'], echo['srv']):5.2f}")
+    print("\nthis build's gemm_server against the baseline's (main-gemm), throughput:")
+    for load, transport in pairs:
+        ours = found.get((load, transport, "gemm"))
+        base = found.get((load, transport, "main-gemm"))
+        if ours and base:
+            print(f"  {load:12} {transport:14} {ratio(ours['rps'], base['rps']):5.2f}  "
+                  f"({ours['rps']:.0f} / {base['rps']:.0f} req/s)")
     print("\nbatching on against off (throughput ratio; GPU kernel time per request, us):")
     for load, transport in pairs:
         on = found.get((load, transport, "gemm"))
