@@ -47,6 +47,15 @@ def ratio(a, b):
     return a / b if b and b == b and a == a else float("nan")
 
 
+def paired(found, first, second):
+    """(load, transport, figures of `first`, figures of `second`) for every load and transport
+    both servers ran."""
+    for load, transport in sorted({(load, transport) for load, transport, _ in found}):
+        a, b = found.get((load, transport, first)), found.get((load, transport, second))
+        if a and b:
+            yield load, transport, a, b
+
+
 def main():
     found = runs(sys.argv[1])
     print(f"{'load':10} {'transport':14} {'server':13} {'req/s':>9} {'in GB/s':>8} {'out GB/s':>8} "
@@ -58,29 +67,19 @@ def main():
         print(f"{load:10} {transport:14} {server:13} {r['rps']:9.0f} {r['in']:8.2f} {r['out']:8.2f} "
               f"{r['srv']:10.1f} {r['lg']:9.1f} {r['gpu']:10.1f} {checked:>11} {r['errors']:6}")
     print("\ngemm against the D-sized echo (bars: throughput >= 0.90, server CPU per request <= 1.25):")
-    pairs = sorted({(load, transport) for load, transport, _ in found})
-    for load, transport in pairs:
-        echo = found.get((load, transport, "echo-d"))
-        for server in ("gemm", "gemm-nobatch"):
-            ours = found.get((load, transport, server))
-            if echo and ours:
-                print(f"  {load:10} {transport:14} {server:13} throughput "
-                      f"{ratio(ours['rps'], echo['rps']):5.2f}  server CPU per request "
-                      f"{ratio(ours['srv'], echo['srv']):5.2f}")
+    for server in ("gemm", "gemm-nobatch"):
+        for load, transport, ours, echo in paired(found, server, "echo-d"):
+            print(f"  {load:12} {transport:14} {server:13} throughput "
+                  f"{ratio(ours['rps'], echo['rps']):5.2f}  server CPU per request "
+                  f"{ratio(ours['srv'], echo['srv']):5.2f}")
     print("\nthis build's gemm_server against the baseline's (main-gemm), throughput:")
-    for load, transport in pairs:
-        ours = found.get((load, transport, "gemm"))
-        base = found.get((load, transport, "main-gemm"))
-        if ours and base:
-            print(f"  {load:12} {transport:14} {ratio(ours['rps'], base['rps']):5.2f}  "
-                  f"({ours['rps']:.0f} / {base['rps']:.0f} req/s)")
+    for load, transport, ours, base in paired(found, "gemm", "main-gemm"):
+        print(f"  {load:12} {transport:14} {ratio(ours['rps'], base['rps']):5.2f}  "
+              f"({ours['rps']:.0f} / {base['rps']:.0f} req/s)")
     print("\nbatching on against off (throughput ratio; GPU kernel time per request, us):")
-    for load, transport in pairs:
-        on = found.get((load, transport, "gemm"))
-        off = found.get((load, transport, "gemm-nobatch"))
-        if on and off:
-            print(f"  {load:10} {transport:14} {ratio(on['rps'], off['rps']):5.2f}x  GPU "
-                  f"{on['gpu']:.1f} on, {off['gpu']:.1f} off")
+    for load, transport, on, off in paired(found, "gemm", "gemm-nobatch"):
+        print(f"  {load:12} {transport:14} {ratio(on['rps'], off['rps']):5.2f}x  GPU "
+              f"{on['gpu']:.1f} on, {off['gpu']:.1f} off")
     print("\nbusiest server threads (percent of one core over the sampled window):")
     for (load, transport, server), r in sorted(found.items()):
         if r["threads"]:
