@@ -27,6 +27,7 @@
 #include "common/cli_flags.h"
 #include "common/npy.h"
 #include "common/reference_gemm.h"
+#include "common/transport_flags.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051", "Server address (host:port).");
 ABSL_FLAG(std::optional<int64_t>, m, std::nullopt,
@@ -257,6 +258,7 @@ int main(int argc, char** argv) {
                 gemm::kUsageErrorExit);
   }
   auto client = GemmClient::Create({.target = absl::GetFlag(FLAGS_target),
+                                    .transport = gemm::TransportOptionsFromFlags(),
                                     .security = gemm::client::ChannelSecurityFromFlags()});
   if (!client.ok()) return Fail(client.status(), gemm::kUsageErrorExit);
   return run(**client);

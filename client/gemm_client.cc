@@ -22,6 +22,10 @@ absl::StatusOr<std::unique_ptr<GemmClient>> GemmClient::Create(const Options& op
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       MakeChannelCredentials(options.security);
   if (!credentials.ok()) return credentials.status();
+  absl::StatusOr<std::vector<ChannelArg>> transport = TransportChannelArgs(options.transport);
+  if (!transport.ok()) return transport.status();
+  std::vector<ChannelArg> extra_args = *std::move(transport);
+  extra_args.insert(extra_args.end(), options.channel_args.begin(), options.channel_args.end());
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < options.channels; ++i) {
     grpc::ChannelArguments args;
@@ -33,7 +37,7 @@ absl::StatusOr<std::unique_ptr<GemmClient>> GemmClient::Create(const Options& op
       args.SetInt(GRPC_ARG_ENABLE_RETRIES, 1);
       args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, static_cast<int>(options.max_message_bytes));
     }
-    for (const ChannelArg& a : options.channel_args) {
+    for (const ChannelArg& a : extra_args) {
       if (const int* v = std::get_if<int>(&a.value)) {
         args.SetInt(a.name, *v);
       } else {

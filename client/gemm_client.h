@@ -17,6 +17,7 @@
 #include "client/channel_security.h"
 #include "client/retry_service_config.h"
 #include "common/channel_args.h"
+#include "common/transport_options.h"
 #include "gemm/v1/gemm_service.grpc.pb.h"
 
 namespace gemm::client {
@@ -32,7 +33,10 @@ class GemmClient {
     std::string lb_policy = "pick_first";
     // Distinct channels (separate TCP connections) used round-robin by Gemm(). Default 1.
     int channels = 1;
-    // Extra gRPC channel arguments (transport tuning), applied to every channel.
+    // HTTP/2 and socket settings of every channel (the server takes the same struct); gRPC's
+    // defaults unless set.
+    TransportOptions transport;
+    // Extra gRPC channel arguments, applied to every channel after `transport` (overriding it).
     std::vector<ChannelArg> channel_args;
     // Retry calls answered UNAVAILABLE (a replica draining, starting or gone) with gRPC's retry
     // policy (kRetryServiceConfig), so that a rolling restart of the servers behind the target
@@ -50,7 +54,7 @@ class GemmClient {
   static constexpr const char* kRetryServiceConfig = kRetryServiceConfigJson;
 
   // Creates the channel(s); does not connect until the first call. INVALID_ARGUMENT for a
-  // security file that cannot be read.
+  // security file that cannot be read or transport settings out of range.
   static absl::StatusOr<std::unique_ptr<GemmClient>> Create(const Options& options);
 
   // Unary Gemm with a deadline of `timeout` (InfiniteDuration: none). Thread-safe.

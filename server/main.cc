@@ -27,6 +27,7 @@
 #include "common/cli_flags.h"
 #include "common/log.h"
 #include "common/thread_name.h"
+#include "common/transport_options.h"
 #include "server/core/engine.h"
 #include "server/core/metrics.h"
 #include "server/core/weight_repository.h"
@@ -251,6 +252,17 @@ absl::Status CheckSecurity(const ServerOptions& o) {
   return absl::OkStatus();
 }
 
+// The gRPC port's channel arguments: the transport settings, then the --grpc_arg items (which
+// override them).
+absl::StatusOr<std::vector<gemm::ChannelArg>> ServerChannelArgs(const ProcessOptions& o) {
+  absl::StatusOr<std::vector<gemm::ChannelArg>> args = gemm::TransportChannelArgs(o.transport);
+  if (!args.ok()) return args.status();
+  absl::StatusOr<std::vector<gemm::ChannelArg>> extra = gemm::ParseChannelArgs(o.grpc_args);
+  if (!extra.ok()) return extra.status();
+  args->insert(args->end(), extra->begin(), extra->end());
+  return args;
+}
+
 // Sets the listening address and credentials, message sizes, connection age and transport
 // arguments.
 void ConfigureBuilder(const ProcessOptions& o, const std::vector<gemm::ChannelArg>& channel_args,
@@ -432,8 +444,7 @@ int Run(const ServerOptions& o) {
   }
   gemm::server::OpenFileLimit files;
   if (!PrepareProcess(o.process, &files)) return 1;
-  absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args =
-      gemm::ParseChannelArgs(o.process.grpc_args);
+  absl::StatusOr<std::vector<gemm::ChannelArg>> channel_args = ServerChannelArgs(o.process);
   if (!channel_args.ok()) {
     GEMM_LOG(ERROR) << channel_args.status();
     return 1;

@@ -35,6 +35,7 @@
 #include "common/abseil_runtime.h"
 #include "common/channel_args.h"
 #include "common/cli_flags.h"
+#include "common/transport_flags.h"
 
 ABSL_FLAG(std::string, target, "localhost:50051",
           "Server(s): comma-separated gRPC targets (host:port, dns:///name:port, ...); requests "
@@ -322,6 +323,7 @@ absl::StatusOr<std::vector<lg::Target>> MakeTargets(const std::vector<std::strin
          .max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes),
          .lb_policy = absl::GetFlag(FLAGS_lb_policy),
          .channels = channels,
+         .transport = gemm::TransportOptionsFromFlags(),
          .channel_args = *channel_args,
          .security = gemm::client::ChannelSecurityFromFlags()});
     if (!client.ok()) return client.status();

@@ -18,6 +18,7 @@ std::vector<ShapeOperands> MakeShapeOperands(const WorkloadSpec& workload, uint6
     s.b = RandomBf16Bytes(spec.k * spec.n, gen);
     s.request_bytes = workload.RequestBytes(spec);
     s.response_bytes = workload.ResponseBytes(spec);
+    s.message_bytes = workload.shared_memory ? 0 : s.request_bytes;
     shapes.push_back(std::move(s));
   }
   return shapes;

@@ -17,6 +17,9 @@ struct ShapeOperands {
   std::string b;               // BF16 [K,N] or [N,K] (per WorkloadSpec::b_nk)
   int64_t request_bytes = 0;   // WorkloadSpec::RequestBytes
   int64_t response_bytes = 0;  // WorkloadSpec::ResponseBytes
+  // Operand bytes the request message itself carries: request_bytes, or none when the operands
+  // are in a shared-memory region.
+  int64_t message_bytes = 0;
 };
 
 // Random operands in [-1, 1) for every shape of `workload`, drawn from `seed`.

@@ -42,6 +42,8 @@ PointSummary Summarize(const PointResult& p) {
     s.throughput_rps = m.ok / d;
     s.tflops = m.flops / d / 1e12;
     s.payload_gbps = m.payload_bytes / d / 1e9;
+    s.request_gbps = m.request_bytes / d / 1e9;
+    s.response_gbps = m.response_bytes / d / 1e9;
   }
   const Histogram& h = m.latency_ns;
   s.lat_min_ms = h.min() / 1e6;
@@ -89,17 +91,21 @@ std::string FormatTable(const Report& report) {
   if (!info.stopped_early.empty()) {
     absl::StrAppend(&out, "  STOPPED EARLY: ", info.stopped_early, "\n");
   }
-  absl::StrAppendFormat(&out, "%-18s %-6s %10s %9s %8s %9s %9s %9s %9s %9s %9s %9s %8s\n", "point",
-                        "stable", "req/s", "TFLOPS", "GB/s", "mean", "p50", "p90", "p95", "p99",
-                        "p99.9", "max", "errors");
+  absl::StrAppendFormat(&out, "%-18s %-6s %10s %9s %8s %8s %8s %9s %9s %9s %9s %9s %9s %9s %8s\n",
+                        "point", "stable", "req/s", "TFLOPS", "GB/s", "in GB/s", "out GB/s", "mean",
+                        "p50", "p90", "p95", "p99", "p99.9", "max", "errors");
   for (const PointResult& p : report.points) {
     const PointSummary s = Summarize(p);
     absl::StrAppendFormat(
-        &out, "%-18s %-6s %10.1f %9.4f %8.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8d\n",
+        &out,
+        "%-18s %-6s %10.1f %9.4f %8.3f %8.3f %8.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8d\n",
         p.Label(), p.stable ? "yes" : (p.interrupted ? "int" : "no"), s.throughput_rps, s.tflops,
-        s.payload_gbps, s.lat_mean_ms, s.lat_p50_ms, s.lat_p90_ms, s.lat_p95_ms, s.lat_p99_ms,
-        s.lat_p999_ms, s.lat_max_ms, s.errors);
+        s.payload_gbps, s.request_gbps, s.response_gbps, s.lat_mean_ms, s.lat_p50_ms, s.lat_p90_ms,
+        s.lat_p95_ms, s.lat_p99_ms, s.lat_p999_ms, s.lat_max_ms, s.errors);
   }
+  out +=
+      "GB/s: operand + output bytes; in / out: those carried by the request / response "
+      "messages\n";
   out += "time per request (mean): latency = client+transport + server total\n";
   absl::StrAppendFormat(&out, "%-18s %9s %9s %9s %9s %9s %9s %9s %9s %10s %9s\n", "point",
                         "latency", "client+tr", "server", "queue", "copy_in", "compute", "copy_out",
@@ -128,7 +134,8 @@ std::string FormatTable(const Report& report) {
 std::string FormatCsv(const Report& report) {
   std::string o =
       "label,mode,concurrency,target_rate,stable,interrupted,windows,duration_ms,requests_ok,"
-      "requests_failed,throughput_rps,tflops,payload_gbps,lat_min_ms,lat_mean_ms,lat_p50_ms,"
+      "requests_failed,throughput_rps,tflops,payload_gbps,request_gbps,response_gbps,lat_min_ms,"
+      "lat_mean_ms,lat_p50_ms,"
       "lat_p90_ms,lat_p95_ms,lat_p99_ms,lat_p999_ms,lat_max_ms,client_transport_ms,"
       "server_total_ms,server_queue_ms,server_copy_in_ms,server_compute_ms,server_copy_out_ms,"
       "server_launch_ms,server_completion_ms,server_batch_requests,verified,mismatches,errors\n";
@@ -142,6 +149,7 @@ std::string FormatCsv(const Report& report) {
         absl::StrCat(p.windows), absl::StrFormat("%.3f", m.duration_s * 1e3), absl::StrCat(m.ok),
         absl::StrCat(m.failed), absl::StrFormat("%.3f", s.throughput_rps),
         absl::StrFormat("%.6f", s.tflops), absl::StrFormat("%.6f", s.payload_gbps),
+        absl::StrFormat("%.6f", s.request_gbps), absl::StrFormat("%.6f", s.response_gbps),
         ms(s.lat_min_ms), ms(s.lat_mean_ms), ms(s.lat_p50_ms), ms(s.lat_p90_ms), ms(s.lat_p95_ms),
         ms(s.lat_p99_ms), ms(s.lat_p999_ms), ms(s.lat_max_ms), ms(s.client_transport_ms),
         ms(s.server_total_ms), ms(s.server_queue_ms), ms(s.server_copy_in_ms),

@@ -45,6 +45,10 @@ struct PointSummary {
   double throughput_rps = 0;  // successful requests per second
   double tflops = 0;          // 2*M*N*K of successful requests per second / 1e12
   double payload_gbps = 0;    // operand + output bytes per second / 1e9
+  // On the wire: operand bytes in the request messages, output bytes in the response messages,
+  // per second / 1e9 (both 0 when the operands and D are in shared memory).
+  double request_gbps = 0;
+  double response_gbps = 0;
   double lat_min_ms = 0, lat_mean_ms = 0, lat_p50_ms = 0, lat_p90_ms = 0, lat_p95_ms = 0,
          lat_p99_ms = 0, lat_p999_ms = 0, lat_max_ms = 0;
   int64_t errors = 0;

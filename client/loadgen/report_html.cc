@@ -181,6 +181,7 @@ std::string ResultsTable(const Report& report, const std::vector<PointSummary>& 
   std::string h =
       "<h2>Results (times in ms)</h2>\n<table>\n<tr><th class=\"l\">point</th><th>stable</th>"
       "<th>windows</th><th>ok</th><th>errors</th><th>req/s</th><th>TFLOPS</th><th>GB/s</th>"
+      "<th>in GB/s</th><th>out GB/s</th>"
       "<th>mean</th><th>p50</th><th>p90</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th>"
       "<th>verified</th><th>mismatches</th></tr>\n";
   for (size_t i = 0; i < sums.size(); ++i) {
@@ -191,7 +192,8 @@ std::string ResultsTable(const Report& report, const std::vector<PointSummary>& 
                     "</td><td>", p.windows, "</td><td>", p.measured.ok, "</td><td",
                     p.measured.failed ? " class=\"bad\"" : "", ">", p.measured.failed, "</td><td>",
                     Num(s.throughput_rps, 1), "</td><td>", Num(s.tflops, 4), "</td><td>",
-                    Num(s.payload_gbps, 3), "</td>",
+                    Num(s.payload_gbps, 3), "</td><td>", Num(s.request_gbps, 3), "</td><td>",
+                    Num(s.response_gbps, 3), "</td>",
                     MsCells({s.lat_mean_ms, s.lat_p50_ms, s.lat_p90_ms, s.lat_p95_ms, s.lat_p99_ms,
                              s.lat_p999_ms, s.lat_max_ms}));
     absl::StrAppend(&h, "<td>", p.measured.verified, "</td><td",

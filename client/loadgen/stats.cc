@@ -27,6 +27,8 @@ void WindowStats::Merge(const WindowStats& o) {
   for (const auto& [code, n] : o.errors_by_code) errors_by_code[code] += n;
   flops += o.flops;
   payload_bytes += o.payload_bytes;
+  request_bytes += o.request_bytes;
+  response_bytes += o.response_bytes;
   server.Merge(o.server);
   verified += o.verified;
   mismatches += o.mismatches;

@@ -35,6 +35,10 @@ struct WindowStats {
   std::map<int, int64_t> errors_by_code;  // grpc::StatusCode -> count
   double flops = 0;                       // 2*M*N*K of successful requests
   double payload_bytes = 0;               // operand + output bytes of successful requests
+  // Bytes on the wire each way: operand bytes the request messages carried, output bytes the
+  // response messages carried (both zero when the operands and D are in shared memory).
+  double request_bytes = 0;
+  double response_bytes = 0;
   ServerTimingSums server;
   int64_t verified = 0;                    // responses compared with the local reference
   int64_t mismatches = 0;                  // of those, how many were wrong

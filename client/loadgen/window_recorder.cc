@@ -41,6 +41,10 @@ void WindowRecorder::RecordSuccess(const ShapeOperands& s, int64_t latency_ns,
   ++current_.ok;
   current_.flops += s.spec.Flops();
   current_.payload_bytes += static_cast<double>(s.request_bytes + s.response_bytes);
+  current_.request_bytes += static_cast<double>(s.message_bytes);
+  for (const v1::Output& o : resp.outputs()) {
+    current_.response_bytes += static_cast<double>(o.data().size());
+  }
   if (resp.has_timing()) AddTiming(resp.timing(), latency_ns, &current_.server);
   if (!resp.kernel().empty()) ++current_.kernels[resp.kernel()];
   if (verified) {

@@ -73,11 +73,12 @@ bool Holds(const char* data, size_t size, const char* p) { return p >= data && p
 std::string OperandField(const GemmRequest& request, const char* p) {
   for (size_t i = 0; i < request.problems.size(); ++i) {
     const Problem& q = request.problems[i];
-    for (const auto& [name, bytes] : {std::pair<const char*, absl::string_view>{"a", q.a},
+    // Shared memory is always one range (pieces are a message's buffers).
+    for (const auto& [name, bytes] : {std::pair<const char*, OperandBytes>{"a", q.a},
                                       {"b", q.b},
                                       {"c", q.c},
                                       {"d", {q.d_dest.data(), q.d_dest.size()}}}) {
-      if (Holds(bytes.data(), bytes.size(), p)) {
+      if (bytes.contiguous() && Holds(bytes.data(), bytes.size(), p)) {
         return absl::StrCat(ProblemField(request.kind, i), ".", name, "_shm");
       }
     }

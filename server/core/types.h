@@ -1,6 +1,7 @@
 // Domain types of a GEMM request as the server core sees it, independent of protobuf and CUDA.
-// Operand bytes are borrowed (absl::string_view) from the wire message, which the service layer
-// keeps alive until the request completes; resident B matrices are shared, reference-counted.
+// Operand bytes are borrowed (OperandBytes: one range, or the pieces a message arrived in) from the
+// wire message, which the service layer keeps alive until the request completes; resident B
+// matrices are shared, reference-counted.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "server/core/operand_bytes.h"
 
 namespace gemm::core {
 
@@ -73,8 +75,8 @@ class ResidentMatrix {
 struct Problem {
   int64_t m = 0, n = 0, k = 0;
   int64_t count = 1;      // >1: equal-shape batch, operands back to back
-  absl::string_view a;    // BF16, count*M*K elements
-  absl::string_view b;    // BF16 inline: count*K*N or K*N (shared) elements; empty when resident
+  OperandBytes a;         // BF16, count*M*K elements
+  OperandBytes b;         // BF16 inline: count*K*N or K*N (shared) elements; empty when resident
   bool b_shared = false;  // inline b holds one matrix used by every batch entry
   std::string b_handle;   // resident B (resolved into `b_resident` by validation)
   std::shared_ptr<const ResidentMatrix> b_resident;
@@ -82,7 +84,7 @@ struct Problem {
   bool b_layout_explicit = false;  // the client named a layout (checked against a resident B)
   float alpha = 1.0f;
   float beta = 0.0f;
-  absl::string_view c;  // out_dtype, count*M*N elements, or empty
+  OperandBytes c;  // out_dtype, count*M*N elements, or empty
   DType out_dtype = DType::kBF16;
   // D goes here (a registered shared-memory range) instead of into Output.data; empty: into the
   // response. Backends write exactly count*M*N elements of out_dtype.
@@ -130,7 +132,12 @@ std::optional<std::vector<int>> CommonDevices(const GemmRequest& r);
 struct Output {
   std::vector<int64_t> shape;
   DType dtype = DType::kBF16;
-  std::string data;  // empty when the problem's D went to `d_dest`
+  std::string data;  // D's bytes; empty when D went to `d_dest` or is `held` elsewhere
+  // D's bytes left in a buffer of the backend instead of `data` (e.g. its page-locked staging):
+  // valid while `held_owner` lives. The response is sent from them, and the owner is dropped once
+  // the answer is written or the call ends.
+  absl::string_view held;
+  std::shared_ptr<const void> held_owner;
 };
 
 // Where a request's time went.

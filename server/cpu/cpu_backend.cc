@@ -61,10 +61,12 @@ class CpuUpload final : public core::MatrixUpload {
   std::string bytes_;
 };
 
-// True when the byte ranges `d` and `s` share a byte.
-bool Overlaps(absl::Span<char> d, absl::string_view s) {
-  return !d.empty() && !s.empty() && d.data() < s.data() + s.size() &&
-         s.data() < d.data() + d.size();
+// True when the byte range `d` and the bytes `s` share a byte.
+bool Overlaps(absl::Span<char> d, const core::OperandBytes& s) {
+  for (absl::string_view p : s.pieces()) {
+    if (!d.empty() && d.data() < p.data() + p.size() && p.data() < d.data() + d.size()) return true;
+  }
+  return false;
 }
 
 // The error of `request`, whose operand `lost` of problem `index` vanished under the server.
@@ -189,6 +191,7 @@ class CpuBackend final : public core::Backend {
       d = out->data.data();
     }
     std::vector<float> b_tmp;
+    std::string b_scratch;  // B's bytes when they arrived in pieces
     const float* b_float = nullptr;
     if (p.b_resident) {
       b_float = static_cast<const CpuMatrix&>(*p.b_resident).data();
@@ -198,7 +201,8 @@ class CpuBackend final : public core::Backend {
         const absl::Time t0 = absl::Now();
         const int64_t kn = p.k * p.n;
         b_tmp.resize(kn);
-        if (!DecodeBf16(p.b.substr((p.b_shared ? 0 : i) * kn * 2, kn * 2), b_tmp.data())) {
+        if (!DecodeBf16(p.b.Range((p.b_shared ? 0 : i) * kn * 2, kn * 2, &b_scratch),
+                        b_tmp.data())) {
           return Operand::kB;
         }
         b_float = b_tmp.data();

@@ -4,6 +4,7 @@
 #include <cblas.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/bf16.h"
@@ -35,11 +36,12 @@ std::optional<Operand> CpuGemm(const core::Problem& p, int64_t index, const floa
                                char* out) {
   const int64_t mk = p.m * p.k, mn = p.m * p.n;
   std::vector<float> a(mk), d(mn, 0.0f);
-  if (!DecodeBf16(p.a.substr(index * mk * 2, mk * 2), a.data())) return Operand::kA;
+  std::string scratch;  // an operand's bytes when they arrived in pieces
+  if (!DecodeBf16(p.a.Range(index * mk * 2, mk * 2, &scratch), a.data())) return Operand::kA;
   float beta = 0.0f;
   if (!p.c.empty()) {
     const int64_t cb = core::DTypeBytes(p.out_dtype);
-    absl::string_view c = p.c.substr(index * mn * cb, mn * cb);
+    absl::string_view c = p.c.Range(index * mn * cb, mn * cb, &scratch);
     const bool read = p.out_dtype == core::DType::kFP32 ? GuardedCopy(d.data(), c.data(), mn * 4)
                                                         : DecodeBf16(c, d.data());
     if (!read) return Operand::kC;

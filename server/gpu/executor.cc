@@ -382,7 +382,8 @@ Executor::StageResult Executor::AcquireMemory(Unit& u) {
       !st.ok()) {
     return {st};
   }
-  if (u.direct) {  // results land straight in the outputs
+  if (u.direct) {  // operands are read where they are, results land straight in the outputs
+    GatherPieces(u);
     for (const OutCopy& o : u.outs) {
       if (o.dest == nullptr)
         ResizeUninitialized(&u.outputs[o.item][o.output].data, o.rows * o.row_bytes);
@@ -395,13 +396,40 @@ Executor::StageResult Executor::AcquireMemory(Unit& u) {
   return {};
 }
 
+void Executor::GatherPieces(Unit& u) {
+  size_t count = 0;
+  for (const InCopy& in : u.ins) count += in.host == nullptr && !in.pieces.empty();
+  u.gathered.reserve(count);  // no reallocation below: each `host` stays valid
+  for (InCopy& in : u.ins) {
+    if (in.host != nullptr || in.pieces.empty()) continue;
+    std::string& bytes = u.gathered.emplace_back();
+    ResizeUninitialized(&bytes, static_cast<size_t>(in.rows * in.row_bytes));
+    size_t off = 0;
+    for (absl::string_view piece : in.pieces) {
+      std::memcpy(bytes.data() + off, piece.data(), piece.size());
+      off += piece.size();
+    }
+    in.host = bytes.data();
+    in.pieces = {};
+  }
+}
+
 Executor::StageResult Executor::CopyIntoStaging(Unit& u, char* staging) {
   const absl::Time t0 = absl::Now();
   std::vector<CopyJob> jobs;
   jobs.reserve(u.ins.size());
   for (const InCopy& in : u.ins) {
     if (in.pinned) continue;  // the device copy reads it in place
-    jobs.push_back({staging + in.stage_off, in.host, static_cast<size_t>(in.rows * in.row_bytes)});
+    if (in.host != nullptr || in.pieces.empty()) {
+      jobs.push_back(
+          {staging + in.stage_off, in.host, static_cast<size_t>(in.rows * in.row_bytes)});
+      continue;
+    }
+    size_t off = 0;  // the pieces a message arrived in, back to back (they sum to rows*row_bytes)
+    for (absl::string_view piece : in.pieces) {
+      jobs.push_back({staging + in.stage_off + off, piece.data(), piece.size()});
+      off += piece.size();
+    }
   }
   const std::vector<size_t> faulted = HostCopy(jobs);
   u.host_copy_in = absl::Now() - t0;

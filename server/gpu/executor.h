@@ -102,8 +102,12 @@ class Executor {
   // Takes the unit's device memory and staging, plans it at the real addresses and copies the
   // request bytes into staging; on success the unit owns the memory, else it is returned.
   StageResult AcquireMemory(Unit& unit);
-  // Copies the unit's operands that are not page-locked into `staging`.
+  // Copies the unit's operands that are not page-locked into `staging` (those that arrived in
+  // pieces piece by piece).
   StageResult CopyIntoStaging(Unit& unit, char* staging);
+  // The direct path (no staging): gathers each operand that arrived in pieces into one range kept
+  // by the unit (unit.gathered) and points its copy there.
+  static void GatherPieces(Unit& unit);
   // Under the stream's enqueue lock: timing events, H2D copies, kernels, D2H copies, and the
   // free of the device memory after them. Sets unit.status.
   void EnqueueWork(Unit& unit, absl::Time* mark);

@@ -25,9 +25,11 @@ class Executor;
 
 // One host->device 2D copy: `rows` rows of `row_bytes` contiguous host bytes into a device region
 // with row pitch `dpitch`, through staging bytes at `stage_off`, or straight from `host` when it
-// is page-locked (a registered shared-memory region).
+// is page-locked (a registered shared-memory region). Bytes that arrived in pieces (a request
+// message's buffers) have `host` null and are copied into staging from `pieces`, in order.
 struct InCopy {
   const char* host = nullptr;
+  absl::Span<const absl::string_view> pieces;
   int64_t rows = 0, row_bytes = 0, dev_off = 0, dpitch = 0, stage_off = 0;
   bool pinned = false;
   bool device = false;  // `host` is a device address (a CUDA IPC region; pinned too)
@@ -82,6 +84,8 @@ struct Unit {
   PoolAllocation dev;    // device memory: operands, outputs, workspace (returned on destruction)
   StagingLease staging;  // pinned staging for the copies through it (returned on destruction)
   bool direct = false;   // operands too large for a staging block: copied from pageable memory
+  // The direct path's copies of operands that arrived in pieces, gathered into one range each.
+  std::vector<std::string> gathered;
   // Timing: before H2D, after H2D, after the kernels, after D2H; and (kernels on the compute
   // stream) when the compute stream reached this unit's kernels.
   cudaEvent_t ev[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};

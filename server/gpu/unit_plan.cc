@@ -52,13 +52,15 @@ class Planner {
   void* Ptr(int64_t off) const { return reinterpret_cast<void*>(base_ + off); }
   // The offset of a pointer made by Ptr().
   int64_t Offset(const void* ptr) const { return reinterpret_cast<uintptr_t>(ptr) - base_; }
-  // `where`: where `host` lives (page-locked shared memory is copied in place).
-  void In(const char* host, core::HostMemory where, int64_t rows, int64_t row_bytes,
+  // `where`: where `host` lives (page-locked shared memory is copied in place; it is one range).
+  void In(const core::OperandBytes& host, core::HostMemory where, int64_t rows, int64_t row_bytes,
           int64_t dev_off, int64_t dpitch) {
     const bool pinned = core::CopiedInPlace(where);
-    u_->ins.push_back({host, rows, row_bytes, dev_off, dpitch,
-                       pinned ? -1 : TakeStage(rows * row_bytes), pinned,
-                       where == core::HostMemory::kSharedDevice});
+    const bool pieces = !host.contiguous();
+    u_->ins.push_back({pieces ? nullptr : host.data(),
+                       pieces ? host.pieces() : absl::Span<const absl::string_view>(), rows,
+                       row_bytes, dev_off, dpitch, pinned ? -1 : TakeStage(rows * row_bytes),
+                       pinned, where == core::HostMemory::kSharedDevice});
   }
   // D of `p` (item `item`, output `output`): into its shared-memory destination or the response.
   void Out(const core::Problem& p, size_t item, size_t output, int64_t dev_off, int64_t dpitch,
@@ -103,7 +105,7 @@ class Planner {
     }
     *ld = PitchElems(cols, 2);
     const int64_t off = TakeDev(mats * rows * *ld * 2);
-    In(p.b.data(), p.b_mem, mats * rows, cols * 2, off, *ld * 2);
+    In(p.b, p.b_mem, mats * rows, cols * 2, off, *ld * 2);
     *ptr = Ptr(off);
     *stride = p.b_shared ? 0 : rows * *ld;
     return absl::OkStatus();
@@ -132,7 +134,7 @@ class Planner {
     kp.k = p.k;
     kp.lda = PitchElems(p.k, 2);
     const int64_t off_a = TakeDev(p.count * p.m * kp.lda * 2);
-    In(p.a.data(), p.a_mem, p.count * p.m, p.k * 2, off_a, kp.lda * 2);
+    In(p.a, p.a_mem, p.count * p.m, p.k * 2, off_a, kp.lda * 2);
     kp.a = Ptr(off_a);
     void* b = nullptr;
     GEMM_RETURN_IF_ERROR(PlaceB(p, &b, &kp.ldb, &sb.stride_b));
@@ -141,7 +143,7 @@ class Planner {
     kp.ldd = kp.ldc = PitchElems(p.n, es);
     if (beta != 0.0f) {
       const int64_t off_c = TakeDev(p.count * p.m * kp.ldc * es);
-      In(p.c.data(), p.c_mem, p.count * p.m, p.n * es, off_c, kp.ldc * es);
+      In(p.c, p.c_mem, p.count * p.m, p.n * es, off_c, kp.ldc * es);
       kp.c = Ptr(off_c);
     }
     const int64_t off_d = TakeDev(p.count * p.m * kp.ldd * es);
@@ -252,12 +254,11 @@ absl::StatusOr<Stack> StackRows(Unit& u, Planner& pl, std::span<const StackPart>
   // device and each operand's copies merge into one (MergeAdjacentCopies).
   for (size_t i = 0; i < parts.size(); ++i) {
     const core::Problem& p = problem(parts[i]);
-    pl.In(p.a.data(), p.a_mem, p.m, K * 2, pl.Offset(s.parts[i].a), row_a);
+    pl.In(p.a, p.a_mem, p.m, K * 2, pl.Offset(s.parts[i].a), row_a);
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     const core::Problem& p = problem(parts[i]);
-    if (s.parts[i].c != nullptr)
-      pl.In(p.c.data(), p.c_mem, p.m, N * es, pl.Offset(s.parts[i].c), row_d);
+    if (s.parts[i].c != nullptr) pl.In(p.c, p.c_mem, p.m, N * es, pl.Offset(s.parts[i].c), row_d);
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     const core::Problem& p = problem(parts[i]);

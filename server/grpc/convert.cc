@@ -10,11 +10,26 @@
 namespace gemm::service {
 namespace {
 
-// The shared-memory registry as one caller sees it.
-struct ShmAccess {
+// Where a request's operand bytes come from: the shared-memory registry as one caller sees it,
+// and the received message whose bytes fields were left where they arrived (null: the protobuf
+// message holds them).
+struct OperandSources {
   const core::SharedMemoryRegistry& registry;
   const core::Caller& caller;
+  const ReceivedMessage* received = nullptr;
 };
+
+// The value of bytes field number `field` of `p` (`value` in the message): the pieces it arrived
+// in when the message was parsed by ReceivedMessage, else `value`.
+core::OperandBytes MessageBytes(const v1::Problem& p, int field, const std::string& value,
+                                const OperandSources& sources) {
+  if (sources.received != nullptr) {
+    if (const auto* pieces = sources.received->Bytes(p, field)) {
+      return core::OperandBytes::Pieces(*pieces);
+    }
+  }
+  return value;
+}
 
 absl::StatusOr<core::DType> DTypeFromProto(v1::DType t, const std::string& field) {
   switch (t) {
@@ -54,7 +69,7 @@ v1::BLayout LayoutToProto(core::BLayout l) {
 // memory also into `*device`, the problem's operand GPU (one for all its operands).
 template <typename Bytes>
 absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field,
-                        const ShmAccess& shm, core::GemmRequest* request, Bytes* bytes,
+                        const OperandSources& shm, core::GemmRequest* request, Bytes* bytes,
                         core::HostMemory* where, int* device) {
   auto r = shm.registry.Resolve(field, {ref.region(), ref.offset(), ref.byte_size()},
                                 &request->regions, shm.caller);
@@ -76,9 +91,10 @@ absl::Status ResolveShm(const v1::SharedMemoryRef& ref, const std::string& field
 }
 
 // An input given inline (`bytes`) or by reference (`ref`, when `has_ref`), not both.
-absl::Status InputFromProto(const std::string& bytes, bool has_ref, const v1::SharedMemoryRef& ref,
-                            const std::string& field, const std::string& name, const ShmAccess& shm,
-                            core::GemmRequest* request, absl::string_view* out,
+absl::Status InputFromProto(const core::OperandBytes& bytes, bool has_ref,
+                            const v1::SharedMemoryRef& ref, const std::string& field,
+                            const std::string& name, const OperandSources& shm,
+                            core::GemmRequest* request, core::OperandBytes* out,
                             core::HostMemory* where, int* device) {
   *out = bytes;
   if (!has_ref) return absl::OkStatus();
@@ -89,12 +105,14 @@ absl::Status InputFromProto(const std::string& bytes, bool has_ref, const v1::Sh
   return ResolveShm(ref, absl::StrCat(field, ".", name, "_shm"), shm, request, out, where, device);
 }
 
-absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field, const ShmAccess& shm,
-                              core::GemmRequest* request, core::Problem* out) {
+absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field,
+                              const OperandSources& shm, core::GemmRequest* request,
+                              core::Problem* out) {
   out->m = p.m();
   out->n = p.n();
   out->k = p.k();
-  if (auto s = InputFromProto(p.a(), p.has_a_shm(), p.a_shm(), field, "a", shm, request, &out->a,
+  if (auto s = InputFromProto(MessageBytes(p, v1::Problem::kAFieldNumber, p.a(), shm),
+                              p.has_a_shm(), p.a_shm(), field, "a", shm, request, &out->a,
                               &out->a_mem, &out->operand_device);
       !s.ok()) {
     return s;
@@ -111,7 +129,7 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field, co
       return s;
     }
   } else {
-    out->b = p.b();
+    out->b = MessageBytes(p, v1::Problem::kBFieldNumber, p.b(), shm);
   }
   auto layout = LayoutFromProto(p.b_layout(), field + ".b_layout");
   if (!layout.ok()) return layout.status();
@@ -119,7 +137,8 @@ absl::Status ProblemFromProto(const v1::Problem& p, const std::string& field, co
   out->b_layout_explicit = p.b_layout() != v1::B_LAYOUT_UNSPECIFIED;
   out->alpha = p.has_alpha() ? p.alpha() : 1.0f;
   out->beta = p.has_beta() ? p.beta() : 0.0f;
-  if (auto s = InputFromProto(p.c(), p.has_c_shm(), p.c_shm(), field, "c", shm, request, &out->c,
+  if (auto s = InputFromProto(MessageBytes(p, v1::Problem::kCFieldNumber, p.c(), shm),
+                              p.has_c_shm(), p.c_shm(), field, "c", shm, request, &out->c,
                               &out->c_mem, &out->operand_device);
       !s.ok()) {
     return s;
@@ -168,8 +187,9 @@ std::pair<core::WorkKind, int64_t> WorkOf(const v1::GemmRequest& proto) {
 absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::Time arrival,
                                             absl::Time rpc_deadline, const core::Limits& limits,
                                             const core::SharedMemoryRegistry& registry,
-                                            const core::Caller& caller) {
-  const ShmAccess shm{.registry = registry, .caller = caller};
+                                            const core::Caller& caller,
+                                            const ReceivedMessage* received) {
+  const OperandSources shm{.registry = registry, .caller = caller, .received = received};
   // NOTE: before anything is converted: a group's domain problems cost memory per entry.
   if (proto.work_case() != v1::GemmRequest::WORK_NOT_SET) {
     const auto [kind, count] = WorkOf(proto);
@@ -239,12 +259,14 @@ absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::
   return r;
 }
 
-void ToProto(core::GemmResult&& result, v1::GemmResponse* proto) {
+void ToOutgoing(core::GemmResult&& result, OutgoingResponse* out) {
+  v1::GemmResponse* proto = &out->message;
   for (core::Output& o : result.outputs) {
     v1::Output* po = proto->add_outputs();
     for (int64_t d : o.shape) po->add_shape(d);
     po->set_dtype(DTypeToProto(o.dtype));
-    *po->mutable_data() = std::move(o.data);
+    out->data.push_back(o.held_owner != nullptr ? SliceHolding(o.held, std::move(o.held_owner))
+                                                : SliceOwning(std::move(o.data)));
   }
   DurationsToProto(result.timing, proto->mutable_timing());
   proto->set_kernel(std::move(result.kernel));

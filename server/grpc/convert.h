@@ -1,5 +1,6 @@
 // Conversion between gemm.v1 protobuf messages and server-core domain types. Operand bytes are
-// borrowed from the proto (not copied): the proto must outlive the domain request.
+// borrowed from the proto or from the buffers it was received in (not copied): they must outlive
+// the domain request.
 #pragma once
 
 #include "absl/status/statusor.h"
@@ -10,6 +11,8 @@
 #include "server/core/matrix_registry.h"
 #include "server/core/shared_memory_registry.h"
 #include "server/core/types.h"
+#include "server/grpc/received_message.h"
+#include "server/grpc/response_wire.h"
 
 namespace gemm::service {
 
@@ -18,14 +21,17 @@ namespace gemm::service {
 // `arrival` + timeout_us and `rpc_deadline` (whichever is earlier) become the request deadline.
 // Shared-memory references are resolved through `shm` as `caller` sees it (NOT_FOUND /
 // INVALID_ARGUMENT naming the field; another caller's region is NOT_FOUND unless `caller` is an
-// admin); the request holds the regions it points into.
+// admin); the request holds the regions it points into. When `proto` was parsed by `received`,
+// the inline operands are the pieces they arrived in (not copied).
 absl::StatusOr<core::GemmRequest> FromProto(const v1::GemmRequest& proto, absl::Time arrival,
                                             absl::Time rpc_deadline, const core::Limits& limits,
                                             const core::SharedMemoryRegistry& shm,
-                                            const core::Caller& caller);
+                                            const core::Caller& caller,
+                                            const ReceivedMessage* received = nullptr);
 
-// Moves the result's outputs into `proto` (no copy of the data).
-void ToProto(core::GemmResult&& result, v1::GemmResponse* proto);
+// Moves the result's outputs into `out`: shapes, dtypes, timing and kernel into its message, each
+// output's data into a slice that owns it (no copy of the data).
+void ToOutgoing(core::GemmResult&& result, OutgoingResponse* out);
 
 // Matrix header -> domain description (INVALID_ARGUMENT for bad enum values).
 absl::StatusOr<core::ResidentMatrix::Desc> FromProto(const v1::MatrixHeader& header);

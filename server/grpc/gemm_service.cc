@@ -55,14 +55,16 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
                                                 grpc::ByteBuffer* response_bytes) {
   auto* reactor = context->DefaultReactor();
   const absl::Time arrival = absl::Now();
-  auto request = std::make_shared<v1::GemmRequest>();  // the request borrows its operands
+  // The request borrows its operands from the buffers it arrived in.
+  auto received = std::make_shared<Received<v1::GemmRequest>>();
+  const v1::GemmRequest* request = &received->message;
   absl::StatusOr<CallGrant> entered = state_.Enter(*context, "Gemm");
   absl::Status s = entered.status();
-  if (s.ok()) s = ParseMessage(*request_bytes, "Gemm", request.get());
+  if (s.ok()) s = received->Parse(*request_bytes, "Gemm");
   if (s.ok()) s = state_.Admit();
   absl::StatusOr<core::GemmRequest> domain =
       s.ok() ? FromProto(*request, arrival, RpcDeadline(*context), engine().limits(),
-                         engine().shared_memory(), entered->caller)
+                         engine().shared_memory(), entered->caller, &received->bytes)
              : absl::StatusOr<core::GemmRequest>(s);
   if (!domain.ok()) {
     state_.Observe("Gemm", domain.status().code(), nullptr);
@@ -80,11 +82,11 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
     grant->slot.Reset();
     absl::Status status = result.status();
     if (result.ok()) {
-      v1::GemmResponse response;
-      response.set_request_id(id);
+      OutgoingResponse response;
+      response.message.set_request_id(id);
       const core::Timing timing = result->timing;
-      ToProto(std::move(*result), &response);
-      absl::StatusOr<grpc::ByteBuffer> bytes = SerializeMessage(response);
+      ToOutgoing(std::move(*result), &response);
+      absl::StatusOr<grpc::ByteBuffer> bytes = SerializeResponse(response);
       if (bytes.ok()) *response_bytes = std::move(*bytes);
       status = bytes.status();
       state_.Observe("Gemm", status.code(), status.ok() ? &timing : nullptr);
@@ -93,7 +95,7 @@ grpc::ServerUnaryReactor* GemmServiceImpl::Gemm(grpc::CallbackServerContext* con
     }
     reactor->Finish(ToGrpcStatus(status));
   };
-  item->keep_alive = std::move(request);
+  item->keep_alive = std::move(received);
   if (absl::Status submitted = engine().Submit(item); !submitted.ok()) {
     state_.Observe("Gemm", submitted.code(), nullptr);
     reactor->Finish(ToGrpcStatus(submitted));

@@ -3,15 +3,15 @@
 
 namespace gemm::service {
 
-std::unique_ptr<v1::GemmResponsePack> TakeResponsePack(
-    std::deque<std::unique_ptr<v1::GemmResponse>>* ready, size_t max_bytes) {
-  auto out = std::make_unique<v1::GemmResponsePack>();
+std::vector<std::unique_ptr<OutgoingResponse>> TakeResponsePack(ReadyResponses* ready,
+                                                                size_t max_bytes) {
+  std::vector<std::unique_ptr<OutgoingResponse>> out;
   size_t bytes = 0;
   while (!ready->empty()) {
-    const size_t size = ready->front()->ByteSizeLong();
-    if (out->responses_size() > 0 && bytes + size > max_bytes) break;
+    const size_t size = ready->front()->ByteSize();
+    if (!out.empty() && bytes + size > max_bytes) break;
     bytes += size;
-    out->mutable_responses()->AddAllocated(ready->front().release());
+    out.push_back(std::move(ready->front()));
     ready->pop_front();
   }
   return out;

@@ -15,41 +15,45 @@
 #include "server/core/answer_batch.h"
 #include "server/core/validation.h"
 #include "server/grpc/convert.h"
+#include "server/grpc/received_message.h"
 #include "server/grpc/refused_call.h"
 #include "server/grpc/response_pack.h"
 #include "server/grpc/status_util.h"
-#include "server/grpc/wire_message.h"
 
 namespace gemm::service {
 namespace {
 
-using Responses = std::deque<std::unique_ptr<v1::GemmResponse>>;
+using Responses = ReadyResponses;
 
 // How a stream's messages carry requests and responses: one per message (GemmStream) or
 // several (GemmStreamPacked).
 struct SingleMessages {
   using In = v1::GemmRequest;
-  using Out = v1::GemmResponse;
   static constexpr absl::string_view kMethod = "GemmStream";
   static int Count(const In& /*in*/) { return 1; }
   static v1::GemmRequest* At(In* in, int /*i*/) { return in; }
   // The next message to write, taken from `ready` (not empty): its first response.
-  static std::unique_ptr<Out> Take(Responses* ready) {
-    std::unique_ptr<Out> out = std::move(ready->front());
+  static absl::StatusOr<grpc::ByteBuffer> Take(Responses* ready) {
+    std::unique_ptr<OutgoingResponse> out = std::move(ready->front());
     ready->pop_front();
-    return out;
+    return SerializeResponse(*out);
   }
 };
 
 struct PackedMessages {
   using In = v1::GemmRequestPack;
-  using Out = v1::GemmResponsePack;
   static constexpr absl::string_view kMethod = "GemmStreamPacked";
   static int Count(const In& in) { return in.requests_size(); }
   static v1::GemmRequest* At(In* in, int i) { return in->mutable_requests(i); }
   // The next message to write: the oldest responses in `ready` (not empty), up to
   // kMaxResponsePackBytes.
-  static std::unique_ptr<Out> Take(Responses* ready) { return TakeResponsePack(ready); }
+  static absl::StatusOr<grpc::ByteBuffer> Take(Responses* ready) {
+    std::vector<std::unique_ptr<OutgoingResponse>> pack = TakeResponsePack(ready);
+    std::vector<OutgoingResponse*> order;
+    order.reserve(pack.size());
+    for (const auto& r : pack) order.push_back(r.get());
+    return SerializeResponsePack(order);
+  }
 };
 
 // One GemmStream / GemmStreamPacked call. Reads messages one at a time and submits the requests
@@ -86,14 +90,14 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   }
 
   void OnReadDone(bool ok) override {
-    auto message = std::make_shared<In>();
+    auto message = std::make_shared<Received<In>>();
     absl::Status parsed = absl::OkStatus();
     if (ok) {
-      parsed = ParseMessage(read_buffer_, absl::StrCat(Messages::kMethod, " message ", ++messages_),
-                            message.get());
+      parsed =
+          message->Parse(read_buffer_, absl::StrCat(Messages::kMethod, " message ", ++messages_));
     }
-    read_buffer_.Clear();
-    if (!BeginHandling(ok && parsed.ok() ? message.get() : nullptr, parsed)) return;
+    read_buffer_.Clear();  // the message holds the buffers it reads its operands from
+    if (!BeginHandling(ok && parsed.ok() ? &message->message : nullptr, parsed)) return;
     HandleMessage(std::move(message));
     std::optional<grpc::Status> end;
     {
@@ -156,21 +160,21 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   // Submits the requests of `message` together (answering those that cannot run with their
   // error), or answers them all UNAVAILABLE while the server drains.
-  void HandleMessage(std::shared_ptr<In> message) {
-    const int count = Messages::Count(*message);
+  void HandleMessage(std::shared_ptr<Received<In>> message) {
+    const int count = Messages::Count(message->message);
     const absl::Status admitted = state_->Admit();
     std::vector<std::shared_ptr<core::WorkItem>> items;
     std::vector<std::pair<std::string, int64_t>> held;  // id and answer bytes of each item
     for (int i = 0; i < count; ++i) {
-      // Each request keeps the whole message alive (its operands point into it).
-      std::shared_ptr<v1::GemmRequest> request(message, Messages::At(message.get(), i));
+      // Each request keeps the whole message alive (its operands point into its buffers).
+      std::shared_ptr<v1::GemmRequest> request(message, Messages::At(&message->message, i));
       if (!admitted.ok()) {
         Complete(request->request_id(), admitted, 0);
         continue;
       }
       std::string id = request->request_id();
       int64_t bytes = 0;
-      auto item = MakeItem(std::move(request), &bytes);
+      auto item = MakeItem(std::move(request), message->bytes, &bytes);
       if (item == nullptr) continue;  // answered with its error
       held.emplace_back(std::move(id), bytes);
       items.push_back(std::move(item));
@@ -183,14 +187,15 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     }
   }
 
-  // The work item of one request (already counted in in_flight_), holding `*bytes` of the answer
-  // budget, or null after answering the request with why it cannot be converted.
+  // The work item of one request (already counted in in_flight_; its operands read from the
+  // buffers of `received`), holding `*bytes` of the answer budget, or null after answering the
+  // request with why it cannot be converted.
   std::shared_ptr<core::WorkItem> MakeItem(std::shared_ptr<v1::GemmRequest> request,
-                                           int64_t* bytes) {
+                                           const ReceivedMessage& received, int64_t* bytes) {
     const absl::Time arrival = absl::Now();
     std::string id = request->request_id();
     auto domain = FromProto(*request, arrival, RpcDeadline(*context_), state_->engine().limits(),
-                            state_->engine().shared_memory(), grant_.caller);
+                            state_->engine().shared_memory(), grant_.caller, &received);
     if (!domain.ok()) {
       Complete(id, domain.status(), 0);
       return nullptr;
@@ -215,15 +220,16 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   // Answers request `id` (in flight, holding `bytes`) with `result`.
   void Complete(const std::string& id, absl::StatusOr<core::GemmResult> result, int64_t bytes) {
-    auto response = std::make_unique<v1::GemmResponse>();
-    response->set_request_id(id);
+    auto response = std::make_unique<OutgoingResponse>();
+    response->message.set_request_id(id);
     if (result.ok()) {
       state_->Observe(Messages::kMethod, absl::StatusCode::kOk, &result->timing);
-      ToProto(std::move(*result), response.get());
+      ToOutgoing(std::move(*result), response.get());
     } else {
       state_->Observe(Messages::kMethod, result.status().code(), nullptr);
-      response->mutable_error()->set_code(static_cast<int>(result.status().code()));
-      response->mutable_error()->set_message(CappedStatusMessage(result.status().message()));
+      v1::Error* error = response->message.mutable_error();
+      error->set_code(static_cast<int>(result.status().code()));
+      error->set_message(CappedStatusMessage(result.status().message()));
     }
     std::optional<grpc::Status> end;
     {
@@ -288,12 +294,11 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
   // Writes the next message made of ready answers (ready_ not empty).
   void StartWriteLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const size_t before = ready_.size();
-    std::unique_ptr<typename Messages::Out> out = Messages::Take(&ready_);
+    absl::StatusOr<grpc::ByteBuffer> bytes = Messages::Take(&ready_);
     for (size_t i = ready_.size(); i < before; ++i) {
       writing_bytes_ += ready_bytes_.front();
       ready_bytes_.pop_front();
     }
-    absl::StatusOr<grpc::ByteBuffer> bytes = SerializeMessage(*out);
     if (!bytes.ok()) {  // over 2 GiB: the limits keep answers far below
       status_ = ToGrpcStatus(bytes.status());
       ReleaseLocked(writing_bytes_);

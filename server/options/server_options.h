@@ -8,6 +8,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/transport_options.h"
 #include "server/core/engine.h"
 #include "server/core/weight_repository.h"
 #include "server/cpu/cpu_backend.h"
@@ -34,7 +35,11 @@ struct ProcessOptions {
   absl::Duration drain_timeout = absl::Seconds(30);
   // Client connections are closed after this long (zero: never). Default zero.
   absl::Duration max_connection_age = absl::ZeroDuration();
-  // Extra gRPC server arguments, "name=value" each, parsed when the server is built.
+  // HTTP/2 and socket settings of the gRPC port (the clients take the same struct); gRPC's
+  // defaults unless set.
+  TransportOptions transport;
+  // Extra gRPC server arguments, "name=value" each, parsed when the server is built; applied after
+  // `transport`, so an item here overrides it.
   std::vector<std::string> grpc_args;
   // Share the port with other processes that ask for it too (SO_REUSEPORT). Default false.
   bool reuse_port = false;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "common/transport_flags.h"
 #include "server/options/flag_groups.h"
 
 ABSL_FLAG(std::vector<std::string>, grpc_arg, gemm::server::ProcessOptions{}.grpc_args,
@@ -16,6 +17,7 @@ ABSL_FLAG(bool, reuse_large_buffers, gemm::server::ProcessOptions{}.reuse_large_
 namespace gemm::server {
 
 void ApplyTuningFlags(ServerOptions& options) {
+  options.process.transport = TransportOptionsFromFlags();
   options.process.grpc_args = absl::GetFlag(FLAGS_grpc_arg);
   options.process.reuse_large_buffers = absl::GetFlag(FLAGS_reuse_large_buffers);
 }

@@ -2,16 +2,19 @@
 // bytes parse as a GemmRequestPack; each request is taken out of the pack as the stream does (an
 // aliasing pointer that keeps the whole message alive) and converted and validated
 // (RequestWorld); each gets a response: its outputs at their exact sizes, or its error. The
-// responses are then packed into messages by TakeResponsePack under a size cap the input picks,
-// and each message is read back as a client does.
+// responses (output data as slices of their own, as the server sends them) are then packed into
+// messages by TakeResponsePack under a size cap the input picks and serialized by
+// SerializeResponsePack, and each message is read back as a client does.
 // Input: a limits byte (RequestWorld::ReadLimits), a cap byte, then the serialized pack.
 // Properties: every request is answered exactly once, in order across the messages; every
 // message carries at least one response and stays under the cap unless it carries one; every
-// message parses back to what was sent.
+// message is protobuf's serialization of the same responses with the data in place.
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "server/grpc/response_pack.h"
@@ -30,10 +33,11 @@ size_t ReadCap(FuzzInput& in) {
   return b < 6 * 40 ? kCaps[b % 6] : size_t{b} * 16;
 }
 
-std::unique_ptr<v1::GemmResponse> Answer(const v1::GemmRequest& request,
-                                         const absl::StatusOr<core::GemmRequest>& admitted,
-                                         int64_t* output_budget) {
-  auto response = std::make_unique<v1::GemmResponse>();
+std::unique_ptr<service::OutgoingResponse> Answer(const v1::GemmRequest& request,
+                                                  const absl::StatusOr<core::GemmRequest>& admitted,
+                                                  int64_t* output_budget) {
+  auto outgoing = std::make_unique<service::OutgoingResponse>();
+  v1::GemmResponse* response = &outgoing->message;
   response->set_request_id(request.request_id());
   const int64_t bytes = admitted.ok() ? RequestWorld::ResponseBytes(*admitted) : 0;
   if (!admitted.ok() || bytes > *output_budget) {
@@ -41,7 +45,7 @@ std::unique_ptr<v1::GemmResponse> Answer(const v1::GemmRequest& request,
         admitted.ok() ? absl::ResourceExhaustedError("fuzz budget") : admitted.status();
     response->mutable_error()->set_code(static_cast<int>(s.code()));
     response->mutable_error()->set_message(std::string(s.message()));
-    return response;
+    return outgoing;
   }
   *output_budget -= bytes;
   for (const core::Problem& p : admitted->problems) {
@@ -50,11 +54,36 @@ std::unique_ptr<v1::GemmResponse> Answer(const v1::GemmRequest& request,
     out->add_shape(p.m);
     out->add_shape(p.n);
     out->set_dtype(p.out_dtype == core::DType::kFP32 ? v1::DTYPE_FP32 : v1::DTYPE_BF16);
-    if (p.d_dest.empty()) {
-      out->mutable_data()->resize(p.count * p.m * p.n * core::DTypeBytes(p.out_dtype));
+    outgoing->data.push_back(
+        p.d_dest.empty()
+            ? service::SliceOwning(std::string(p.count * p.m * p.n * core::DTypeBytes(p.out_dtype),
+                                               static_cast<char>(p.m)))
+            : grpc::Slice());
+  }
+  return outgoing;
+}
+
+// The response messages' bytes as protobuf writes them, with every output's data in place.
+std::string ProtobufBytes(const std::vector<std::unique_ptr<service::OutgoingResponse>>& pack) {
+  v1::GemmResponsePack expected;
+  for (const auto& r : pack) {
+    v1::GemmResponse* e = expected.add_responses();
+    *e = r->message;
+    for (size_t i = 0; i < r->data.size(); ++i) {
+      e->mutable_outputs(static_cast<int>(i))
+          ->set_data(reinterpret_cast<const char*>(r->data[i].begin()), r->data[i].size());
     }
   }
-  return response;
+  return expected.SerializeAsString();
+}
+
+std::string Flatten(const grpc::ByteBuffer& bytes) {
+  std::vector<grpc::Slice> slices;
+  (void)bytes.Dump(&slices);
+  std::string out;
+  for (const grpc::Slice& s : slices)
+    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
 }
 
 }  // namespace
@@ -70,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto message = std::make_shared<v1::GemmRequestPack>();
   if (!message->ParseFromArray(wire.data(), static_cast<int>(wire.size()))) return 0;
 
-  std::deque<std::unique_ptr<v1::GemmResponse>> ready;
+  service::ReadyResponses ready;
   std::vector<std::string> ids;
   int64_t output_budget = fuzz::kMaxOutputBytes;
   for (int i = 0; i < message->requests_size(); ++i) {
@@ -84,18 +113,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t answered = 0;
   while (!ready.empty()) {
     const size_t before = ready.size();
-    std::unique_ptr<v1::GemmResponsePack> pack = service::TakeResponsePack(&ready, cap);
-    FUZZ_CHECK(pack->responses_size() >= 1, "an empty response message");
-    FUZZ_CHECK(before - ready.size() == static_cast<size_t>(pack->responses_size()),
-               "responses lost or duplicated by packing");
+    std::vector<std::unique_ptr<service::OutgoingResponse>> pack =
+        service::TakeResponsePack(&ready, cap);
+    FUZZ_CHECK(!pack.empty(), "an empty response message");
+    FUZZ_CHECK(before - ready.size() == pack.size(), "responses lost or duplicated by packing");
     size_t bytes = 0;
-    for (const auto& r : pack->responses()) bytes += r.ByteSizeLong();
-    FUZZ_CHECK(pack->responses_size() == 1 || bytes <= cap,
-               absl::StrCat(pack->responses_size(), " responses of ", bytes, " bytes, cap ", cap));
-    const std::string sent = pack->SerializeAsString();
+    std::vector<service::OutgoingResponse*> order;
+    for (const auto& r : pack) {
+      bytes += r->ByteSize();
+      order.push_back(r.get());
+    }
+    FUZZ_CHECK(pack.size() == 1 || bytes <= cap,
+               absl::StrCat(pack.size(), " responses of ", bytes, " bytes, cap ", cap));
+    absl::StatusOr<grpc::ByteBuffer> serialized = service::SerializeResponsePack(order);
+    FUZZ_CHECK(serialized.ok(), "a response message does not serialize");
+    const std::string sent = fuzz::Flatten(*serialized);
+    FUZZ_CHECK(sent == fuzz::ProtobufBytes(pack),
+               "a response message differs from protobuf's bytes");
     v1::GemmResponsePack received;
     FUZZ_CHECK(received.ParseFromString(sent), "a response message does not parse");
-    FUZZ_CHECK(received.SerializeAsString() == sent, "a response message changed on the wire");
     for (const auto& r : received.responses()) {
       FUZZ_CHECK(answered < ids.size() && r.request_id() == ids[answered],
                  absl::StrCat("response ", answered, " out of order"));

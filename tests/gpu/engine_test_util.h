@@ -134,12 +134,14 @@ inline double CheckEntry(const core::Problem& p, const core::Output& out, int64_
   const int64_t es = core::DTypeBytes(p.out_dtype);
   const int64_t mn = p.m * p.n;
   RefProblem rp{p.m, p.n, p.k, p.b_layout == core::BLayout::kNK, p.alpha, p.c.empty() ? 0 : p.beta};
-  absl::string_view a = p.a.substr(e * p.m * p.k * 2, p.m * p.k * 2);
+  std::string a_scratch, c_scratch;  // operands that arrived in pieces
+  absl::string_view a = p.a.Range(e * p.m * p.k * 2, p.m * p.k * 2, &a_scratch);
   absl::string_view b = b_bytes;
   if (p.b_resident == nullptr && !p.b_shared) b = b_bytes.substr(e * p.k * p.n * 2, p.k * p.n * 2);
   std::vector<float> c;
   if (!p.c.empty()) {
-    c = DecodeOutput(p.c.substr(e * mn * es, mn * es), p.out_dtype == core::DType::kFP32);
+    c = DecodeOutput(p.c.Range(e * mn * es, mn * es, &c_scratch),
+                     p.out_dtype == core::DType::kFP32);
   }
   std::vector<double> ref = ReferenceGemm(rp, a, b, c);
   if (static_cast<int64_t>(out.data.size()) != p.count * mn * es) return INFINITY;

@@ -2,7 +2,7 @@
 # End-to-end test of the gemm_client CLI against a real gemm_server (CPU backend): random and
 # .npy operands with --verify (shapes taken from the files, mismatches naming each file's shape),
 # batch, group, resident register/use/list/release, --help and usage errors (exit 2), error exit
-# codes, --grpc_arg (accepted and refused).
+# codes, --grpc_arg and the transport flags (accepted and refused).
 # Usage: cli_test.sh <gemm_server> <gemm_client>
 set -euo pipefail
 server=$1
@@ -17,13 +17,24 @@ set -e
 # (One check per line: `set -e` does not stop on the first command of an && list.)
 [ "$rc" -eq 1 ]
 grep -q "grpc_arg: 'oops' is not name=value" "$work/bad_arg.log"
-# The server under test runs with transport arguments (4 MiB HTTP/2 frames, a 64 MiB window).
+set +e
+"$server" --backend=cpu --host=127.0.0.1 --port="$port" --metrics_port=0 \
+  --http2_max_frame_bytes=1000 2>"$work/bad_frame.log"; rc=$?
+set -e
+[ "$rc" -eq 1 ]
+grep -q "max_frame_bytes: must be 0 or in \[16384, 16777215\], got 1000" "$work/bad_frame.log"
+# The server under test runs with transport settings (4 MiB HTTP/2 frames, a 64 MiB window, no
+# BDP probing, 1 MiB write buffer and socket reads) and the clients below with the same ones.
 "$server" --backend=cpu --host=127.0.0.1 --port="$port" --metrics_port=0 \
   --grpc_arg=grpc.http2.max_frame_size=4194304,grpc.http2.lookahead_bytes=67108864 \
+  --http2_bdp_probe=false --http2_write_buffer_bytes=1048576 --tcp_read_chunk_bytes=1048576 \
   2>"$work/server.log" &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$work"' EXIT
-C() { "$client" --target=127.0.0.1:"$port" "$@"; }
+C() {
+  "$client" --target=127.0.0.1:"$port" --http2_max_frame_bytes=4194304 \
+    --http2_stream_window_bytes=67108864 --http2_bdp_probe=false "$@"
+}
 for _ in $(seq 100); do C info >/dev/null 2>&1 && break; sleep 0.1; done
 
 C --m=33 --n=17 --k=65 --verify | grep -q "verify: .*OK"

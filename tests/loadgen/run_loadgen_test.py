@@ -6,7 +6,8 @@ runs whose JSON, CSV and HTML reports are parsed back and checked.
       --loadgen build/client/loadgen/gemm_loadgen --server build/server/gemm_server --workdir /tmp/x
 
 Cases: closed, open, verify, shm, sync, packed, stopped, late_server, rejected, usage,
-interrupt, experts, scripts (scripts/lib read the JSON the tool writes).
+interrupt, experts, scripts (scripts/lib read the JSON the tool writes), echo (against
+grpc_echo_server, given with --echo: its answers have D's real size, or none).
 """
 
 import argparse
@@ -14,6 +15,8 @@ import csv
 import html.parser
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -124,6 +127,13 @@ def check_healthy_point(point):
           f"{point['label']}: errors {point['errors']}")
     check(point["throughput_rps"] > 0 and point["tflops"] > 0 and point["payload_gbps"] > 0,
           f"{point['label']}: zero throughput figures")
+    # The bytes on the wire each way: with the operands and D in the messages they add up to the
+    # payload figure; with them in shared memory both are zero.
+    wire = point["request_gbps"] + point["response_gbps"]
+    in_messages = point["request_gbps"] > 0 and point["response_gbps"] > 0
+    check((in_messages and abs(wire - point["payload_gbps"]) <= 1e-6 * point["payload_gbps"])
+          or wire == 0, f"{point['label']}: in {point['request_gbps']}, out "
+          f"{point['response_gbps']}, payload {point['payload_gbps']}")
     check(0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p95"] <= lat["p99"] <= lat["p999"]
           <= lat["max"], f"{point['label']}: percentiles out of order {lat}")
     check(lat["min"] <= lat["mean"] <= lat["max"], f"{point['label']}: mean outside [min,max]")
@@ -498,6 +508,19 @@ def case_scripts(a):
           f"joined point {pair}, one report {fig}")
     check("cpu-check" in loads, "recording a second load dropped the first")
 
+    # The inline ceiling's summary pairs a server's run with the echo's of the same load and
+    # transport (here the same report twice: ratio 1).
+    ceiling = os.path.join(a.workdir, "ceiling")
+    os.makedirs(ceiling, exist_ok=True)
+    for server in ("echo-d", "gemm"):
+        shutil.copy(report_path, os.path.join(ceiling, f"decode64.default.{server}.json"))
+    summary = subprocess.run([sys.executable, os.path.join(lib, "inline_ceiling_summary.py"),
+                              ceiling], capture_output=True, text=True, timeout=30)
+    print(summary.stdout, summary.stderr, sep="\n")
+    check(summary.returncode == 0, f"inline_ceiling_summary.py: exit {summary.returncode}")
+    check(re.search(r"decode64 +default +gemm +throughput +1\.00", summary.stdout) is not None,
+          "inline_ceiling_summary.py: no gemm/echo-d ratio of 1.00")
+
     # A report of the old schema (times in microseconds) is refused by name, not misread.
     old = dict(json.load(open(report_path)), schema_version=1)
     with open(report_path, "w") as f:
@@ -508,10 +531,48 @@ def case_scripts(a):
           f"old report: exit {refused.returncode}, {refused.stderr[-300:]}")
 
 
+def case_echo(a):
+    # grpc_echo_server answers every request with D's real size (BF16 and FP32, unary and packed:
+    # every answer passes the load generator's size check, which runs on each response) or, with
+    # --answer_data=empty, with none (every answer fails it, and nothing comes back on the wire).
+    def run(data, extra, name):
+        port = free_port()
+        echo = subprocess.Popen([a.echo, f"--port={port}", f"--answer_data={data}",
+                                 "--answer=thread", "--http2_max_frame_bytes=1048576"],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            out, paths = run_loadgen([f"--target=127.0.0.1:{port}", "--shapes=24x40x56,8x64x16",
+                                      "--concurrency=3", "--channels=2", "--verify_fraction=0",
+                                      "--wait_for_server_s=20", "--http2_max_frame_bytes=1048576"]
+                                     + extra + FAST, a.loadgen, a.workdir, name)
+        finally:
+            echo.send_signal(signal.SIGTERM)
+            said = echo.communicate(timeout=20)[0]
+        # Empty answers are mismatches, which make the load generator exit 1.
+        check(out.returncode == (0 if data == "d" else 1), f"{name}: exit {out.returncode}")
+        check(echo.returncode == 0, f"{name}: grpc_echo_server exit {echo.returncode}")
+        check("answered on" in said, f"{name}: the echo did not say how many threads answered")
+        with open(paths["json"]) as f:
+            return json.load(f)["points"][-1]
+
+    for extra, name in ((["--rpc=packed"], "echo-packed"),
+                        (["--rpc=unary", "--output_dtype=fp32"], "echo-unary-fp32")):
+        p = run("d", extra, name)
+        check(p["requests_ok"] > 0 and p["requests_failed"] == 0, f"{name}: {p['requests_failed']}")
+        check(p["verify"]["checked"] == 0, f"{name}: answers of the wrong size: {p['verify']}")
+        check(p["response_gbps"] > 0 and p["request_gbps"] > 0, f"{name}: a direction is zero")
+    p = run("empty", ["--rpc=packed"], "echo-empty")
+    check(p["requests_ok"] > 0 and p["verify"]["mismatches"] == p["requests_ok"],
+          f"echo-empty: {p['verify']} of {p['requests_ok']}")
+    check(p["response_gbps"] == 0 and p["request_gbps"] > 0, f"echo-empty: in "
+          f"{p['request_gbps']}, out {p['response_gbps']}")
+
+
 CASES = {"closed": case_closed, "open": case_open, "verify": case_verify, "shm": case_shm,
          "sync": case_sync, "packed": case_packed, "stopped": case_stopped,
          "late_server": case_late_server, "rejected": case_rejected, "usage": case_usage,
-         "interrupt": case_interrupt, "experts": case_experts, "scripts": case_scripts}
+         "interrupt": case_interrupt, "experts": case_experts, "scripts": case_scripts,
+         "echo": case_echo}
 
 
 def main():
@@ -520,6 +581,7 @@ def main():
     parser.add_argument("--loadgen", required=True)
     parser.add_argument("--server", required=True)
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--echo", help="grpc_echo_server (the echo case)")
     a = parser.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     try:

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -68,6 +70,37 @@ TEST(CpuGemmTest, NanInputPropagatesAndFailsComparison) {
   CpuGemm(p, 0, bf.data(), out.data());
   EXPECT_TRUE(std::isnan(DecodeOutput(out, false)[0]));
   EXPECT_TRUE(std::isinf(RelativeError(DecodeOutput(out, false), {2.0})));
+}
+
+// `bytes` cut into pieces of 1, 2, 3, ... bytes (cuts inside elements and rows).
+std::vector<absl::string_view> Cut(const std::string& bytes) {
+  std::vector<absl::string_view> pieces;
+  for (size_t at = 0, len = 1; at < bytes.size(); at += len, ++len) {
+    pieces.push_back(absl::string_view(bytes).substr(at, len));
+  }
+  return pieces;
+}
+
+TEST(CpuGemmTest, OperandsInPiecesGiveTheSameBytes) {
+  absl::BitGen gen;
+  const int64_t m = 5, n = 7, k = 9, count = 3;
+  const std::string a = RandomBf16Bytes(count * m * k, gen);
+  const std::string b = RandomBf16Bytes(k * n, gen);
+  const std::string c = RandomBf16Bytes(count * m * n, gen);
+  const std::vector<absl::string_view> a_pieces = Cut(a), c_pieces = Cut(c);
+  core::Problem flat{.m = m, .n = n, .k = k, .count = count, .a = a, .b = b, .beta = 0.5f, .c = c};
+  core::Problem pieces = flat;
+  pieces.a = core::OperandBytes::Pieces(a_pieces);
+  pieces.c = core::OperandBytes::Pieces(c_pieces);
+  ASSERT_FALSE(pieces.a.contiguous());
+  std::vector<float> b_float(k * n);
+  DecodeBf16(b, b_float.data());
+  for (int64_t e = 0; e < count; ++e) {
+    std::string want(m * n * 2, '\0'), got(m * n * 2, '\x7f');
+    EXPECT_FALSE(CpuGemm(flat, e, b_float.data(), want.data()).has_value());
+    EXPECT_FALSE(CpuGemm(pieces, e, b_float.data(), got.data()).has_value());
+    EXPECT_EQ(got, want) << "entry " << e;
+  }
 }
 
 }  // namespace

@@ -4,14 +4,12 @@
 // does per unit) the answers for the stream leave in one message. A request that fails validation
 // is answered with its error and the rest of its message still runs.
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/server_builder.h>
 
 #include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -22,68 +20,34 @@
 #include "server/core/answer_batch.h"
 #include "server/core/engine.h"
 #include "server/grpc/gemm_service.h"
+#include "tests/unit/loopback_service.h"
+#include "tests/unit/one_device_backend.h"
 
 namespace gemm {
 namespace {
 
 namespace v1 = ::gemm::v1;
 
-class FakeMatrix : public core::ResidentMatrix {
- public:
-  explicit FakeMatrix(Desc desc) : ResidentMatrix(std::move(desc)) {}
-};
-
-class FakeUpload : public core::MatrixUpload {
- public:
-  explicit FakeUpload(core::ResidentMatrix::Desc desc) : desc_(std::move(desc)) {}
-  absl::Status Append(absl::string_view) override { return absl::OkStatus(); }
-  absl::StatusOr<std::shared_ptr<core::ResidentMatrix>> Finish() override {
-    return std::make_shared<FakeMatrix>(desc_);
-  }
-
- private:
-  core::ResidentMatrix::Desc desc_;
-};
-
-// One device pulled by one thread. Each batch's items are answered with an output of shape
-// {M, batch size}, inside one AnswerBatch when `answer_together`, else one after another.
-class OneDeviceBackend : public core::Backend {
+// Each batch's items are answered with an output of shape {M, batch size}, inside one
+// AnswerBatch when `answer_together`, else one after another.
+class OneDeviceBackend : public testing::OneDeviceBackend {
  public:
   explicit OneDeviceBackend(bool answer_together) : answer_together_(answer_together) {}
-  std::string Name() const override { return "fake"; }
-  core::BackendDescription Describe() const override {
-    core::BackendDescription d;
-    d.name = "fake";
-    d.devices.resize(1);
-    return d;
-  }
-  std::vector<int> Devices() const override { return {0}; }
-  absl::Status Start(core::WorkSource* source) override {
-    thread_ = std::thread([this, source] {
-      while (std::optional<core::Batch> b = source->Next(0)) {
-        std::optional<core::AnswerBatch> together;
-        if (answer_together_) together.emplace();
-        for (const auto& item : b->items) {
-          core::GemmResult r;
-          r.outputs.push_back(core::Output{
-              .shape = {item->request.problems[0].m, static_cast<int64_t>(b->items.size())}});
-          item->done(std::move(r));
-        }
-      }
-    });
-    return absl::OkStatus();
-  }
-  void Stop() override {
-    if (thread_.joinable()) thread_.join();
-  }
-  absl::StatusOr<std::unique_ptr<core::MatrixUpload>> BeginUpload(
-      core::ResidentMatrix::Desc desc) override {
-    return std::make_unique<FakeUpload>(std::move(desc));
+
+ protected:
+  void RunBatch(const core::Batch& b) override {
+    std::optional<core::AnswerBatch> together;
+    if (answer_together_) together.emplace();
+    for (const auto& item : b.items) {
+      core::GemmResult r;
+      r.outputs.push_back(core::Output{
+          .shape = {item->request.problems[0].m, static_cast<int64_t>(b.items.size())}});
+      item->done(std::move(r));
+    }
   }
 
  private:
   const bool answer_together_;
-  std::thread thread_;
 };
 
 class StreamPackingTest : public ::testing::Test {
@@ -103,21 +67,13 @@ class StreamPackingTest : public ::testing::Test {
     auto m = (*reg)->Finish();
     ASSERT_TRUE(m.ok()) << m.status();
     handle_ = (*m)->desc().handle;
-    auto service = service::GemmServiceImpl::Create(engine_.get(), {.version = "test"});
-    ASSERT_TRUE(service.ok()) << service.status();
-    service_ = std::move(*service);
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(service_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    stub_ = v1::GemmService::NewStub(
-        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    const absl::Status started = loopback_.Start(engine_.get());
+    ASSERT_TRUE(started.ok()) << started;
+    stub_ = loopback_.stub.get();
   }
 
   void TearDown() override {
-    if (server_ != nullptr) server_->Shutdown();
+    loopback_.Shutdown();
     if (engine_ != nullptr) engine_->Shutdown();
   }
 
@@ -161,9 +117,8 @@ class StreamPackingTest : public ::testing::Test {
   }
 
   std::unique_ptr<core::GemmEngine> engine_;
-  std::unique_ptr<service::GemmServiceImpl> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<v1::GemmService::Stub> stub_;
+  testing::LoopbackService loopback_;
+  v1::GemmService::Stub* stub_ = nullptr;
   std::string handle_;
 };
 

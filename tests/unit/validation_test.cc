@@ -53,10 +53,10 @@ TEST_F(ValidationTest, RejectsBadDims) {
 
 TEST_F(ValidationTest, RejectsByteLengthMismatch) {
   auto r = Single(3, 4, 5);
-  r.problems[0].a = r.problems[0].a.substr(1);
+  r.problems[0].a = absl::string_view(r.problems[0].a.data() + 1, r.problems[0].a.size() - 1);
   ExpectError(Check(r), absl::StatusCode::kInvalidArgument, "problem.a");
   r = Single(3, 4, 5);
-  r.problems[0].b = r.problems[0].b.substr(2);
+  r.problems[0].b = absl::string_view(r.problems[0].b.data() + 2, r.problems[0].b.size() - 2);
   ExpectError(Check(r), absl::StatusCode::kInvalidArgument, "problem.b");
 }
 
