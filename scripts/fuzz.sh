@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-30}
 rss_mb=${FUZZ_RSS_MB:-2048}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(request packed_stream matrix_registry shm_registry npy safetensors)
+[ ${#targets[@]} -gt 0 ] || targets=(request packed_stream matrix_registry shm_registry npy safetensors received_message)
 
 if [ "${FUZZ_BUILD:-1}" != 0 ]; then
   cmake --preset fuzz >/dev/null || exit 1

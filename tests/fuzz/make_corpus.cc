@@ -146,6 +146,18 @@ void PackedSeeds() {
   Write("packed_stream", "empty_pack", FuzzScript().U8(0).U8(0).str());
 }
 
+void ReceivedMessageSeeds() {
+  v1::GemmRequestPack all;
+  for (const auto& [name, r] : Requests()) *all.add_requests() = r;
+  // A pack whole, and cut at three places; one request cut inside its first field.
+  Write("received_message", "pack_whole",
+        FuzzScript().U8(0).U8(0).Raw(all.SerializeAsString()).str());
+  Write("received_message", "pack_three_cuts",
+        FuzzScript().U8(0).U8(3).U16(5).U16(37).U16(200).Raw(all.SerializeAsString()).str());
+  Write("received_message", "request_one_cut",
+        FuzzScript().U8(1).U8(1).U16(1).Raw(Requests()[0].second.SerializeAsString()).str());
+}
+
 void MatrixRegistrySeeds() {
   // Begin 4x8 (64 bytes), two chunks, finish, look up, release.
   Write("matrix_registry", "upload_finish_release",
@@ -298,6 +310,7 @@ int main(int argc, char** argv) {
   mkdir(argv[1], 0755);
   gemm::fuzz::RequestSeeds();
   gemm::fuzz::PackedSeeds();
+  gemm::fuzz::ReceivedMessageSeeds();
   gemm::fuzz::MatrixRegistrySeeds();
   gemm::fuzz::ShmRegistrySeeds();
   gemm::fuzz::NpySeeds();

@@ -13,42 +13,14 @@
 #include <vector>
 
 #include "gemm/v1/gemm_service.pb.h"
+#include "tests/common/received_message_util.h"
 
 namespace gemm::service {
 namespace {
 
-// `wire` as a ByteBuffer of slices cut at `cuts` (ascending offsets).
-grpc::ByteBuffer Sliced(const std::string& wire, const std::vector<size_t>& cuts) {
-  std::vector<grpc::Slice> slices;
-  size_t from = 0;
-  for (size_t cut : cuts) {
-    slices.emplace_back(wire.data() + from, cut - from);
-    from = cut;
-  }
-  slices.emplace_back(wire.data() + from, wire.size() - from);
-  return grpc::ByteBuffer(slices.data(), slices.size());
-}
-
-std::string Join(const std::vector<absl::string_view>& pieces) {
-  std::string out;
-  for (absl::string_view p : pieces) out.append(p.data(), p.size());
-  return out;
-}
-
-// Puts the received values of `p`'s bytes fields back into it.
-void PutBack(const ReceivedMessage& received, v1::Problem* p) {
-  if (const auto* a = received.Bytes(*p, v1::Problem::kAFieldNumber)) p->set_a(Join(*a));
-  if (const auto* b = received.Bytes(*p, v1::Problem::kBFieldNumber)) p->set_b(Join(*b));
-  if (const auto* c = received.Bytes(*p, v1::Problem::kCFieldNumber)) p->set_c(Join(*c));
-}
-
-void PutBack(const ReceivedMessage& received, v1::GemmRequest* r) {
-  if (r->has_problem()) PutBack(received, r->mutable_problem());
-  if (r->has_batch()) PutBack(received, r->mutable_batch()->mutable_problem());
-  if (r->has_group()) {
-    for (v1::Problem& p : *r->mutable_group()->mutable_problems()) PutBack(received, &p);
-  }
-}
+using testing::Join;
+using testing::PutBack;
+using testing::Sliced;
 
 v1::Problem SomeProblem(int seed, size_t a_bytes) {
   v1::Problem p;
@@ -95,7 +67,7 @@ void ExpectSameAsProtobuf(const grpc::ByteBuffer& buffer, const std::string& wir
   const absl::Status s = received.Parse(buffer, "GemmStreamPacked message 1", &got);
   ASSERT_EQ(s.ok(), protobuf_ok) << s;
   if (!s.ok()) return;
-  for (v1::GemmRequest& r : *got.mutable_requests()) PutBack(received, &r);
+  PutBack(received, &got);
   EXPECT_EQ(got.SerializeAsString(), want.SerializeAsString());
 }
 
