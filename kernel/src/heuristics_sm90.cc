@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "sm90/sm90_split.h"
+#include "sm90/sm90_tiles.h"
 
 namespace gemm::kernel::sm90 {
 namespace {
@@ -26,7 +27,10 @@ constexpr int64_t kShortK = 8192;
 constexpr double kTallTileCost = 1.0;
 
 double TileCost(const TileConfig& cfg, double waves, int64_t k) {
-  double cost = cfg.block_m * cfg.block_n == 128 * 128 ? 1.3 : 2.0;
+  // NOTE: 0.6 per tile plus 0.7 per 128 columns gives the two measured points (128x128: 1.3,
+  // 128x256: 2.0); the swap-AB widths in between are charged on that line.
+  double cost = cfg.swap_ab ? 0.6 + 0.7 * cfg.block_n / 128.0
+                            : (cfg.block_m * cfg.block_n == 128 * 128 ? 1.3 : 2.0);
   if (cfg.block_m == 256) cost *= kTallTileCost;
   if (cfg.cluster_m == 2) cost *= waves <= 1 && k <= kShortK ? 1.01 : 0.99;
   return cost;
@@ -199,7 +203,53 @@ int64_t NumTiles(const ShapeQuery& q, const TileConfig& cfg) {
   return CeilDiv(q.m, cfg.block_m) * CeilDiv(q.n, cfg.block_n) * std::max<int64_t>(q.batch, 1);
 }
 
+double ModelCost(const ShapeQuery& q, const TileConfig& cfg, int sm_count) {
+  const int64_t rows = cfg.swap_ab ? q.n : q.m, cols = cfg.swap_ab ? q.m : q.n;
+  const int64_t cluster_tiles = CeilDiv(CeilDiv(rows, cfg.block_m), cfg.cluster_m) *
+                                CeilDiv(cols, cfg.block_n) * std::max<int64_t>(q.batch, 1);
+  const int64_t slots = std::max(sm_count, 2) / cfg.cluster_m;
+  const double waves = static_cast<double>(CeilDiv(cluster_tiles, slots));
+  return waves * TileCost(cfg, waves, q.k);
+}
+
+TileConfig ChooseSwapConfig(const ShapeQuery& q, int sm_count, int smem_limit, double* cost) {
+  TileConfig best;
+  double best_cost = -1.0;
+  for (int width : kSwapWidths) {
+    for (int cluster : {2, 1}) {
+      TileConfig cfg;
+      cfg.swap_ab = true;
+      cfg.block_m = 128;
+      cfg.block_n = width;
+      cfg.cluster_m = cluster;
+      if (cluster == 2 && CeilDiv(q.n, 128) < 2) continue;  // half the cluster idle
+      cfg.group_m = std::max(1, 2048 / (128 * cluster));
+      cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, smem_limit);
+      const double c = ModelCost(q, cfg, sm_count);
+      if (best_cost < 0 || c < best_cost - 1e-9) {
+        best_cost = c;
+        best = cfg;
+      }
+    }
+  }
+  if (cost != nullptr) *cost = best_cost;
+  return best;
+}
+
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
+  sm_count = std::max(sm_count, 2);
+  const TileConfig plain = ChoosePlainConfig(q, sm_count, smem_limit);
+  if (q.tiles_hint != 0 || q.b_kn || q.m <= kWideDecodeMaxRows || q.m > kSwapMaxRows) {
+    return plain;
+  }
+  double swap_cost = 0;
+  const TileConfig swap = ChooseSwapConfig(q, sm_count, smem_limit, &swap_cost);
+  return swap_cost < ModelCost(q, plain, sm_count) - 1e-9 ? swap : plain;
+}
+
+// The choice among the non-swapped tiles: the decode tiles, the measured rules, else the
+// wave-count model.
+TileConfig ChoosePlainConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   sm_count = std::max(sm_count, 2);
   TileConfig best;
   if (q.tiles_hint == 0 && q.m <= kWideDecodeMaxRows) {

@@ -18,6 +18,8 @@ struct TileConfig {
   int group_m = 16;     // L2 grouping: clusters along M visited before moving along N
   int tail_splits = 0;  // K pieces per tile of the last, partial wave (sm90_split.h): 0 lets
                         // PlanTailSplit derive them from the idle SMs; 1 never splits
+  bool swap_ab = false;  // B [N,K] runs as the kernel's A: block_m rows of N (128) by block_n
+                         // rows of M (one of kSwapWidths); clusters pair tiles along N
 };
 
 // Shape facts the choice depends on.
@@ -65,6 +67,20 @@ struct ShapeRule {
   int block_m = 128, block_n = 256, cluster_m = 1, tail_splits = 0, stages = 0;
 };
 
+// Single problems over B [N,K] with kWideDecodeMaxRows < M <= kSwapMaxRows also weigh the
+// swap-AB tiles (ChooseSwapConfig) against the other choice.
+inline constexpr int64_t kSwapMaxRows = 1024;
+
+// The cheapest swap-AB configuration for `q` by the wave-count model: the width of kSwapWidths
+// and the cluster size whose waves x tile cost is least; *cost (if set) gets that estimate in
+// the units of ModelCost.
+TileConfig ChooseSwapConfig(const ShapeQuery& q, int sm_count, int smem_limit,
+                            double* cost = nullptr);
+
+// The wave-count model's estimate for running `q` with `cfg` on `sm_count` SMs: waves of cluster
+// tiles times the cost of one tile (a 128x128 tile's MMA work costs 1.3).
+double ModelCost(const ShapeQuery& q, const TileConfig& cfg, int sm_count);
+
 // The rules ChooseConfig applies, in order.
 std::span<const ShapeRule> ShapeRules();
 
@@ -73,8 +89,13 @@ const ShapeRule* MatchShapeRule(std::span<const ShapeRule> rules, const ShapeQue
                                 int sm_count);
 
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
-// opt-in shared memory per block.
+// opt-in shared memory per block: ChoosePlainConfig's, or ChooseSwapConfig's where the swap-AB
+// tiles apply and the model (ModelCost) finds them cheaper.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);
+
+// The choice among the tiles that are not swapped: the decode tiles (M <= kWideDecodeMaxRows),
+// the first matching ShapeRule, else the wave-count model.
+TileConfig ChoosePlainConfig(const ShapeQuery& q, int sm_count, int smem_limit);
 
 // Devices whose DRAM peaks at this many GB/s or more get 128-byte L2 promotion on the operand
 // tensor maps, the others 256 bytes.

@@ -284,6 +284,55 @@ TEST(Sm90CoalescedBands, MatchCublasLt) {
   }
 }
 
+// Every swap-AB width (TileConfig::swap_ab) and cluster size, forced through the tuning hook:
+// M not a multiple of the width (and below it), N not a multiple of 128, K not a multiple of 64,
+// a 2-entry strided batch, BF16 and FP32 output with alpha/beta and C, and a shape whose last
+// wave splits along K.
+TEST(Sm90SwapAB, EveryWidthMatchesCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const int64_t shapes[][4] = {// m, n, k, batch
+                               {17, 200, 72, 2},
+                               {300, 264, 130, 2},
+                               {520, 1000, 200, 1},
+                               {272, 1024, 4096, 1}};  // 8 x 2-3 tiles: the tail splits along K
+  for (int width : {64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240}) {
+    for (int cluster : {1, 2}) {
+      sm90::TuningOverride o;
+      o.swap_ab = 1, o.block_m = 128, o.block_n = width, o.cluster_m = cluster;
+      sm90::SetTuningOverride(o);
+      for (const auto& s : shapes) {
+        for (DType dtype : {DType::kBF16, DType::kFP32}) {
+          const bool scaled = dtype == DType::kFP32 || s[0] % 2 == 1;
+          Case cs{s[0], s[1], s[2], s[3], BLayout::kNK, dtype, scaled ? 1.5f : 1.0f,
+                  scaled ? 0.25f : 0.0f};
+          EXPECT_LE(Compare(cs), Tolerance(dtype))
+              << Name(cs) << " swap width " << width << " cluster " << cluster;
+          EXPECT_NE(sm90::LastLaunchDescription().find(absl::StrCat("swap_ab tile=128x", width)),
+                    std::string::npos)
+              << sm90::LastLaunchDescription();
+        }
+      }
+    }
+  }
+  sm90::ClearTuningOverride();
+}
+
+// The heuristics' own swap-AB choices for coalesced decode batches over a resident [N,K] weight
+// (M = 100-700), through the dispatch, match cuBLASLt.
+TEST(Sm90SwapAB, CoalescedBatchesMatchCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const Case cases[] = {{100, 8192, 8192},
+                        {160, 4096, 14336, 1, BLayout::kNK, DType::kFP32},
+                        {272, 8192, 8192, 1, BLayout::kNK, DType::kBF16, 0.5f, 1.0f},
+                        {333, 28672, 8192},
+                        {448, 14336, 4096},
+                        {700, 8192, 4096, 1, BLayout::kNK, DType::kFP32, 1.0f, -1.0f}};
+  for (const Case& cs : cases) {
+    EXPECT_LE(Compare(cs), Tolerance(cs.dtype)) << Name(cs) << ": " << sm90::LastLaunchDescription();
+    GTEST_LOG_(INFO) << Name(cs) << ": " << sm90::LastLaunchDescription();
+  }
+}
+
 // Shapes whose last wave is split along K (sm90_split.h): decode-like M with few tiles, a 3.4-wave
 // shape, FP32 + beta, batched. Each must really split (the launch description says so), and a
 // workspace reused by the next launch (stale flags of an earlier epoch) must not be trusted.
@@ -489,7 +538,7 @@ TEST(Sm90Dispatch, UnalignedPitchFallsBack) {
 TEST(Sm90Dispatch, UnqualifiedVariantsAreRefusedOrServedThroughCublasLt) {
   if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
   const std::vector<std::string> names = NativeVariantNames(KernelKind::kSm90);
-  ASSERT_EQ(names.size(), 6u);
+  ASSERT_EQ(names.size(), 18u);  // 5 tiles, the small-M kernel, 12 swap-AB widths
   for (const Case& cs : {Case{8, 512, 256, 1, BLayout::kKN, DType::kBF16},       // small-M
                          Case{256, 512, 384, 1, BLayout::kNK, DType::kBF16}}) {  // a WGMMA tile
     SCOPED_TRACE(Name(cs));

@@ -29,7 +29,7 @@ TEST(HeuristicsSm90, SharedMemoryFitsTheDevice) {
 TEST(HeuristicsSm90, LargeSquareUsesWideTiles) {
   ShapeQuery q;
   q.m = q.n = q.k = 8192;
-  const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 256);
   EXPECT_EQ(cfg.cluster_m, 2);
   EXPECT_EQ(cfg.stages, 4);
@@ -38,7 +38,7 @@ TEST(HeuristicsSm90, LargeSquareUsesWideTiles) {
 TEST(HeuristicsSm90, SingleRowOfTilesAvoidsClusters) {
   ShapeQuery q;
   q.m = 100, q.n = 8192, q.k = 8192;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
 }
 
 TEST(HeuristicsSm90, OneWaveOfTilesAvoidsClusters) {
@@ -47,17 +47,17 @@ TEST(HeuristicsSm90, OneWaveOfTilesAvoidsClusters) {
   // multicast pair.
   ShapeQuery q;
   q.m = q.n = q.k = 2048;
-  TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 256);
   EXPECT_EQ(cfg.cluster_m, 1);
   q.m = q.n = q.k = 8192;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 2);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).cluster_m, 2);
   q.m = 512, q.n = 8192, q.k = 28672;
-  cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 256);
   EXPECT_EQ(cfg.cluster_m, 2);
   q.k = 8192;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
 }
 
 TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
@@ -67,7 +67,7 @@ TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
     for (int64_t n : {8192, 28672}) {
       ShapeQuery q;
       q.m = m, q.n = n, q.k = 8192;
-      const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+      const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
       EXPECT_EQ(cfg.block_m, 64) << m;
       EXPECT_EQ(cfg.block_n, n == 8192 ? 128 : 256) << m << " " << n;
       EXPECT_EQ(cfg.cluster_m, 1) << m;
@@ -77,7 +77,7 @@ TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
   // Groups keep the general choice.
   ShapeQuery g;
   g.m = 64, g.n = 8192, g.k = 8192, g.tiles_hint = 64;
-  EXPECT_EQ(ChooseConfig(g, kH100Sms, kSmemOptin).block_n, 128);
+  EXPECT_EQ(ChoosePlainConfig(g, kH100Sms, kSmemOptin).block_n, 128);
 }
 
 TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
@@ -85,30 +85,30 @@ TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
   // (64 tiles on 132 SMs), the deepest that fits (8) otherwise (128 tiles).
   ShapeQuery q;
   q.m = 33, q.n = 8192, q.k = 8192;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 6);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, 6);
   q.b_kn = true;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 5);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, 5);
   q.k = 960;  // 15 K blocks: too short to split, so the deepest pipeline
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
   q.k = 8192;
   q.n = 16384;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
   q.b_kn = false;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 6);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, 6);
   // One row of 128x128 tiles: 5 stages for B [K,N], the deepest that fits (6) for B [N,K].
   ShapeQuery row;
   row.m = 96, row.n = 8192, row.k = 8192, row.b_kn = true;
-  const TileConfig narrow = ChooseConfig(row, kH100Sms, kSmemOptin);
+  const TileConfig narrow = ChoosePlainConfig(row, kH100Sms, kSmemOptin);
   ASSERT_EQ(narrow.block_m * narrow.block_n, 128 * 128);
   EXPECT_EQ(narrow.stages, 5);
   row.b_kn = false;
-  EXPECT_EQ(ChooseConfig(row, kH100Sms, kSmemOptin).stages, MaxStages(128, 128, false, kSmemOptin));
+  EXPECT_EQ(ChoosePlainConfig(row, kH100Sms, kSmemOptin).stages, MaxStages(128, 128, false, kSmemOptin));
   row.m = 1024, row.b_kn = true;  // more rows of tiles: the deepest pipeline
-  const TileConfig many = ChooseConfig(row, kH100Sms, kSmemOptin);
+  const TileConfig many = ChoosePlainConfig(row, kH100Sms, kSmemOptin);
   EXPECT_EQ(many.stages, MaxStages(many.block_m, many.block_n, false, kSmemOptin));
   // 64x256 tiles keep the deepest pipeline.
   q.n = 28672;
-  const TileConfig wide = ChooseConfig(q, kH100Sms, kSmemOptin);
+  const TileConfig wide = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(wide.block_n, 256);
   EXPECT_EQ(wide.stages, MaxStages(64, 256, false, kSmemOptin));
 }
@@ -175,7 +175,7 @@ TEST(HeuristicsSm90, NarrowTilesWhenWideOnesLeaveSmsIdle) {
   // 1024 x 1024: 8 x 4 = 32 wide tiles (a quarter of the SMs) vs 64 narrow ones.
   ShapeQuery q;
   q.m = 1024, q.n = 1024, q.k = 8192;
-  const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 128);
 }
 
@@ -185,7 +185,7 @@ TEST(HeuristicsSm90, TwoRowTilesUseWideClustersSplitAlongK) {
   for (int64_t m : {129, 144, 160, 256}) {
     ShapeQuery q;
     q.m = m, q.n = 8192, q.k = 8192;
-    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+    const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
     EXPECT_EQ(cfg.block_m, 128) << m;
     EXPECT_EQ(cfg.block_n, 256) << m;
     EXPECT_EQ(cfg.cluster_m, 2) << m;
@@ -193,7 +193,7 @@ TEST(HeuristicsSm90, TwoRowTilesUseWideClustersSplitAlongK) {
   // One row of tiles keeps 128x128 (measured faster there: 44-45 us vs 47-50).
   ShapeQuery one;
   one.m = 128, one.n = 8192, one.k = 8192;
-  EXPECT_EQ(ChooseConfig(one, kH100Sms, kSmemOptin).block_n, 128);
+  EXPECT_EQ(ChoosePlainConfig(one, kH100Sms, kSmemOptin).block_n, 128);
 }
 
 // The weight shapes (N, K) of the m_sweep set the coalesced-batch bands were measured on.
@@ -207,7 +207,7 @@ void ExpectWideTiles(int64_t m, int64_t n, int64_t k, int cluster) {
     SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k << (b_kn ? " kn" : " nk"));
     ShapeQuery q;
     q.m = m, q.n = n, q.k = k, q.b_kn = b_kn;
-    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+    const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
     EXPECT_EQ(cfg.block_m, 128);
     EXPECT_EQ(cfg.block_n, 256);
     EXPECT_EQ(cfg.cluster_m, cluster);
@@ -253,6 +253,41 @@ TEST(HeuristicsSm90, CoalescedBatchBandsStayWithinTheirMeasurement) {
   EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
   q.m = 320, q.batch = 2;  // batches keep the model
   EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
+}
+
+// The swap-AB tiles: coalesced batches over B [N,K] get a compiled width that splits M into
+// equal tiles without padding to 128 rows, with every SM busy.
+TEST(HeuristicsSm90, SwapTilesFitTheRowsOfCoalescedBatches) {
+  ShapeQuery q;
+  q.n = 8192, q.k = 8192;
+  for (int64_t m : {100, 160, 208, 272, 320, 384, 448, 640}) {
+    SCOPED_TRACE(testing::Message() << "M " << m);
+    q.m = m;
+    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+    ASSERT_TRUE(cfg.swap_ab);
+    EXPECT_TRUE(IsSm90SwapTile(cfg.block_m, cfg.block_n)) << cfg.block_n;
+    EXPECT_GE(TileVariant(cfg.block_m, cfg.block_n, true), kFirstSwapVariant);
+    const int64_t m_tiles = (m + cfg.block_n - 1) / cfg.block_n;
+    EXPECT_LT(m_tiles * cfg.block_n - m, 16 * m_tiles) << "pads more than one step per tile";
+    EXPECT_LE(ModelCost(q, cfg, kH100Sms), ModelCost(q, ChoosePlainConfig(q, kH100Sms, kSmemOptin),
+                                                     kH100Sms));
+    EXPECT_LE(SharedMemoryBytes(cfg, false), kSmemOptin);
+  }
+}
+
+TEST(HeuristicsSm90, SwapTilesOnlyWhereTheyApply) {
+  ShapeQuery q;
+  q.m = 272, q.n = 8192, q.k = 8192;
+  q.b_kn = true;  // compiled for B [N,K] only
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.b_kn = false, q.m = 48;  // decode rows keep the 64-row tiles
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.m = kSwapMaxRows + 1;
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.m = 4096, q.n = 4096;  // whole waves of 128x256 tiles: no reason to swap
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.m = 272, q.tiles_hint = 100;  // groups never swap
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
 }
 
 TEST(HeuristicsSm90, ShapeRulesNameCompiledLaunches) {
@@ -319,7 +354,7 @@ TEST(HeuristicsSm90, TileCount) {
 TEST(HeuristicsSm90, GroupsCanExcludeTallTiles) {
   ShapeQuery q;
   q.m = 4096, q.n = 4096, q.k = 4096, q.allow_tall_tiles = false;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).block_m, 128);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).block_m, 128);
 }
 
 TEST(HeuristicsSm90, L2PromotionFollowsTheDramPeak) {
