@@ -9,15 +9,15 @@ namespace gemm::kernel::sm90 {
 
 // One launch configuration of the SM90 kernel.
 struct TileConfig {
-  int block_m = 128;    // rows per CTA tile (two consumer warpgroups of block_m / 2 rows; with 64,
-                        // each warpgroup takes half the columns)
-  int block_n = 256;    // columns per CTA tile: 128x256, 256x128, 128x128, 64x256 or 64x128
-  int block_k = 64;     // K per pipeline stage (one 128-byte swizzle atom of BF16)
-  int stages = 4;       // depth of the TMA -> WGMMA shared-memory pipeline
-  int cluster_m = 2;    // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
-  int group_m = 16;     // L2 grouping: clusters along M visited before moving along N
-  int tail_splits = 0;  // K pieces per tile of the last, partial wave (sm90_split.h): 0 lets
-                        // PlanTailSplit derive them from the idle SMs; 1 never splits
+  int block_m = 128;     // rows per CTA tile (two consumer warpgroups of block_m / 2 rows; with 64,
+                         // each warpgroup takes half the columns)
+  int block_n = 256;     // columns per CTA tile: 128x256, 256x128, 128x128, 64x256 or 64x128
+  int block_k = 64;      // K per pipeline stage (one 128-byte swizzle atom of BF16)
+  int stages = 4;        // depth of the TMA -> WGMMA shared-memory pipeline
+  int cluster_m = 2;     // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
+  int group_m = 16;      // L2 grouping: clusters along M visited before moving along N
+  int tail_splits = 0;   // K pieces per tile of the last, partial wave (sm90_split.h): 0 lets
+                         // PlanTailSplit derive them from the idle SMs; 1 never splits
   bool swap_ab = false;  // B [N,K] runs as the kernel's A: block_m rows of N (128) by block_n
                          // rows of M (one of kSwapWidths); clusters pair tiles along N
 };

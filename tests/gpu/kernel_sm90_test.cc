@@ -303,7 +303,13 @@ TEST(Sm90SwapAB, EveryWidthMatchesCublasLt) {
       for (const auto& s : shapes) {
         for (DType dtype : {DType::kBF16, DType::kFP32}) {
           const bool scaled = dtype == DType::kFP32 || s[0] % 2 == 1;
-          Case cs{s[0], s[1], s[2], s[3], BLayout::kNK, dtype, scaled ? 1.5f : 1.0f,
+          Case cs{s[0],
+                  s[1],
+                  s[2],
+                  s[3],
+                  BLayout::kNK,
+                  dtype,
+                  scaled ? 1.5f : 1.0f,
                   scaled ? 0.25f : 0.0f};
           EXPECT_LE(Compare(cs), Tolerance(dtype))
               << Name(cs) << " swap width " << width << " cluster " << cluster;
@@ -328,7 +334,8 @@ TEST(Sm90SwapAB, CoalescedBatchesMatchCublasLt) {
                         {448, 14336, 4096},
                         {700, 8192, 4096, 1, BLayout::kNK, DType::kFP32, 1.0f, -1.0f}};
   for (const Case& cs : cases) {
-    EXPECT_LE(Compare(cs), Tolerance(cs.dtype)) << Name(cs) << ": " << sm90::LastLaunchDescription();
+    EXPECT_LE(Compare(cs), Tolerance(cs.dtype))
+        << Name(cs) << ": " << sm90::LastLaunchDescription();
     GTEST_LOG_(INFO) << Name(cs) << ": " << sm90::LastLaunchDescription();
   }
 }

@@ -89,10 +89,12 @@ TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
   q.b_kn = true;
   EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, 5);
   q.k = 960;  // 15 K blocks: too short to split, so the deepest pipeline
-  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages,
+            MaxStages(64, 128, false, kSmemOptin));
   q.k = 8192;
   q.n = 16384;
-  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages,
+            MaxStages(64, 128, false, kSmemOptin));
   q.b_kn = false;
   EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, 6);
   // One row of 128x128 tiles: 5 stages for B [K,N], the deepest that fits (6) for B [N,K].
@@ -102,7 +104,8 @@ TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
   ASSERT_EQ(narrow.block_m * narrow.block_n, 128 * 128);
   EXPECT_EQ(narrow.stages, 5);
   row.b_kn = false;
-  EXPECT_EQ(ChoosePlainConfig(row, kH100Sms, kSmemOptin).stages, MaxStages(128, 128, false, kSmemOptin));
+  EXPECT_EQ(ChoosePlainConfig(row, kH100Sms, kSmemOptin).stages,
+            MaxStages(128, 128, false, kSmemOptin));
   row.m = 1024, row.b_kn = true;  // more rows of tiles: the deepest pipeline
   const TileConfig many = ChoosePlainConfig(row, kH100Sms, kSmemOptin);
   EXPECT_EQ(many.stages, MaxStages(many.block_m, many.block_n, false, kSmemOptin));
@@ -269,8 +272,8 @@ TEST(HeuristicsSm90, SwapTilesFitTheRowsOfCoalescedBatches) {
     EXPECT_GE(TileVariant(cfg.block_m, cfg.block_n, true), kFirstSwapVariant);
     const int64_t m_tiles = (m + cfg.block_n - 1) / cfg.block_n;
     EXPECT_LT(m_tiles * cfg.block_n - m, 16 * m_tiles) << "pads more than one step per tile";
-    EXPECT_LE(ModelCost(q, cfg, kH100Sms), ModelCost(q, ChoosePlainConfig(q, kH100Sms, kSmemOptin),
-                                                     kH100Sms));
+    EXPECT_LE(ModelCost(q, cfg, kH100Sms),
+              ModelCost(q, ChoosePlainConfig(q, kH100Sms, kSmemOptin), kH100Sms));
     EXPECT_LE(SharedMemoryBytes(cfg, false), kSmemOptin);
   }
 }

@@ -289,9 +289,9 @@ cudaError_t LaunchFor(KernelParams<P>& params, const TileConfig& cfg, DType d, B
   const bool f32 = d == DType::kFP32, kn = layout == BLayout::kKN;
   int grid = 0, splits = 1;
   cudaError_t err = cudaErrorInvalidConfiguration;
-#define GEMM_SM90_CASE(BM, BN, F32, KN)                                                 \
+#define GEMM_SM90_CASE(BM, BN, F32, KN)                                                   \
   if (!cfg.swap_ab && cfg.block_m == BM && cfg.block_n == BN && f32 == F32 && kn == KN) { \
-    err = LaunchSm90<BM, BN, F32, KN, P>(params, sm_count, stream, &grid, ws, &splits); \
+    err = LaunchSm90<BM, BN, F32, KN, P>(params, sm_count, stream, &grid, ws, &splits);   \
   }
   GEMM_SM90_CASE(128, 256, false, false)
   GEMM_SM90_CASE(128, 256, false, true)
@@ -317,10 +317,10 @@ cudaError_t LaunchFor(KernelParams<P>& params, const TileConfig& cfg, DType d, B
   if constexpr (P == 1) {
     if (cfg.swap_ab) err = LaunchSwapFor(params, cfg, f32, sm_count, stream, ws, &grid, &splits);
   }
-  t_last_launch = absl::StrCat(cfg.swap_ab ? "swap_ab " : "", "tile=", cfg.block_m, "x",
-                               cfg.block_n, " stages=", cfg.stages,
-                               " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m,
-                               " grid=", grid, splits > 1 ? absl::StrCat(" split_k=", splits) : "");
+  t_last_launch =
+      absl::StrCat(cfg.swap_ab ? "swap_ab " : "", "tile=", cfg.block_m, "x", cfg.block_n,
+                   " stages=", cfg.stages, " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m,
+                   " grid=", grid, splits > 1 ? absl::StrCat(" split_k=", splits) : "");
   return err;
 }
 
@@ -350,8 +350,8 @@ void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, Kernel
 bool ConfigFits(const TileConfig& cfg, bool f32, bool kn, int smem_optin) {
   const bool tile = cfg.swap_ab ? IsSm90SwapTile(cfg.block_m, cfg.block_n) && !kn
                                 : IsSm90Tile(cfg.block_m, cfg.block_n);
-  return tile && (cfg.cluster_m == 1 || cfg.cluster_m == 2) &&
-         cfg.stages >= 2 && SharedMemoryBytes(cfg, f32) <= smem_optin;
+  return tile && (cfg.cluster_m == 1 || cfg.cluster_m == 2) && cfg.stages >= 2 &&
+         SharedMemoryBytes(cfg, f32) <= smem_optin;
 }
 
 }  // namespace
