@@ -8,7 +8,7 @@ Usage: gen_wgmma.py [--check]   (--check: exit 1 if the committed header differs
 import pathlib
 import sys
 
-WIDTHS = [64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256]
+WIDTHS = [64, 128, 144, 160, 176, 192, 208, 224, 240, 256]
 OUT = pathlib.Path(__file__).resolve().parent.parent / "kernel/src/ptx/wgmma_bf16.cuh"
 
 HEADER = """\
@@ -23,7 +23,7 @@ HEADER = """\
 
 namespace gemm::kernel::ptx {
 
-template <int N, int kTransB>
+template <int N, int kTransB, int kTransA = 0>
 struct WgmmaBf16;
 """
 
@@ -47,9 +47,9 @@ def one(n):
     out = []
     out.append("")
     out.append("// D[64,%d] (+)= A[64,16] * B[16,%d]; scale_d == 0 overwrites D." % (n, n))
-    out.append("// kTransB = 1: B is N-major.")
-    out.append("template <int kTransB>")
-    out.append("struct WgmmaBf16<%d, kTransB> {" % n)
+    out.append("// kTransB = 1: B is N-major; kTransA = 1: A is M-major.")
+    out.append("template <int kTransB, int kTransA>")
+    out.append("struct WgmmaBf16<%d, kTransB, kTransA> {" % n)
     out.append("  static __device__ __forceinline__ void Mma(float (&d)[%d], uint64_t desc_a, uint64_t desc_b," % regs)
     out.append("                                             uint32_t scale_d) {")
     out.append("    asm volatile(")
@@ -61,10 +61,10 @@ def one(n):
         prefix = "{" if i == 0 else ""
         suffix = "}, " if i + 1 == len(asm_lines) else " "
         out.append('        "%s%s%s"' % (prefix, line, suffix))
-    out.append('        "%%%d, %%%d, p, 1, 1, 0, %%%d;\\n}"' % (regs, regs + 1, regs + 3))
+    out.append('        "%%%d, %%%d, p, 1, 1, %%%d, %%%d;\\n}"' % (regs, regs + 1, regs + 4, regs + 3))
     for i, line in enumerate(wrap(['"+f"(d[%d])' % i for i in range(regs)], "")):
         out.append("        %s%s" % (": " if i == 0 else "  ", line))
-    out.append('        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB));')
+    out.append('        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB), "n"(kTransA));')
     out.append("  }")
     out.append("};")
     return out

@@ -15,7 +15,7 @@
 # Env: REPS (default 20), WARMUP (default 3), BUDGET_S, and the M range of the forced variants:
 # MIN_M (default 1), MAX_M (default 1024). SWAP=1 measures the swap-AB tiles instead: the
 # dispatch, the dispatch without swap-AB tiles ("plain", the whole set) and each swap-AB width
-# in 1- and 2-CTA clusters over B [N,K].
+# in 1- and 2-CTA clusters.
 set -uo pipefail
 # shellcheck source=lib/gpu_env.sh
 source "$(dirname "$0")/lib/gpu_env.sh"
@@ -40,9 +40,9 @@ variants=(
 )
 if [ "${SWAP:-0}" = 1 ]; then
   variants+=("plain|--swap_ab off")
-  for width in 64 80 96 112 128 144 160 176 192 208 224 240; do
+  for width in 144 160 176 192 208 224 240; do
     for cluster in 1 2; do
-      variants+=("s128x$width-c$cluster|--sm90_main --swap_ab on --tile 128x$width --cluster $cluster --layout nk")
+      variants+=("s128x$width-c$cluster|--sm90_main --swap_ab on --tile 128x$width --cluster $cluster")
     done
   done
 fi

@@ -1,6 +1,7 @@
-// SM90 launch-configuration heuristics: the decode tiles for one row of 64-row tiles, then the
-// measured rules for bands of single-problem shapes (kShapeRules), else estimate the time of each
-// candidate as (waves of cluster tiles over the SMs) x (cost of one tile) and keep the cheapest.
+// SM90 launch-configuration heuristics: the swap-AB tiles in their measured bands (SwapRule), the
+// decode tiles for one row of 64-row tiles, then the measured rules for bands of single-problem
+// shapes (kShapeRules), else estimate the time of each candidate as (waves of cluster tiles over
+// the SMs) x (cost of one tile) and keep the cheapest.
 #include "heuristics_sm90.h"
 
 #include <algorithm>
@@ -27,10 +28,7 @@ constexpr int64_t kShortK = 8192;
 constexpr double kTallTileCost = 1.0;
 
 double TileCost(const TileConfig& cfg, double waves, int64_t k) {
-  // NOTE: 0.6 per tile plus 0.7 per 128 columns gives the two measured points (128x128: 1.3,
-  // 128x256: 2.0); the swap-AB widths in between are charged on that line.
-  double cost = cfg.swap_ab ? 0.6 + 0.7 * cfg.block_n / 128.0
-                            : (cfg.block_m * cfg.block_n == 128 * 128 ? 1.3 : 2.0);
+  double cost = cfg.block_m * cfg.block_n == 128 * 128 ? 1.3 : 2.0;
   if (cfg.block_m == 256) cost *= kTallTileCost;
   if (cfg.cluster_m == 2) cost *= waves <= 1 && k <= kShortK ? 1.01 : 0.99;
   return cost;
@@ -203,48 +201,48 @@ int64_t NumTiles(const ShapeQuery& q, const TileConfig& cfg) {
   return CeilDiv(q.m, cfg.block_m) * CeilDiv(q.n, cfg.block_n) * std::max<int64_t>(q.batch, 1);
 }
 
-double ModelCost(const ShapeQuery& q, const TileConfig& cfg, int sm_count) {
-  const int64_t rows = cfg.swap_ab ? q.n : q.m, cols = cfg.swap_ab ? q.m : q.n;
-  const int64_t cluster_tiles = CeilDiv(CeilDiv(rows, cfg.block_m), cfg.cluster_m) *
-                                CeilDiv(cols, cfg.block_n) * std::max<int64_t>(q.batch, 1);
-  const int64_t slots = std::max(sm_count, 2) / cfg.cluster_m;
-  const double waves = static_cast<double>(CeilDiv(cluster_tiles, slots));
-  return waves * TileCost(cfg, waves, q.k);
-}
-
-TileConfig ChooseSwapConfig(const ShapeQuery& q, int sm_count, int smem_limit, double* cost) {
-  TileConfig best;
-  double best_cost = -1.0;
-  for (int width : kSwapWidths) {
-    for (int cluster : {2, 1}) {
-      TileConfig cfg;
-      cfg.swap_ab = true;
-      cfg.block_m = 128;
-      cfg.block_n = width;
-      cfg.cluster_m = cluster;
-      if (cluster == 2 && CeilDiv(q.n, 128) < 2) continue;  // half the cluster idle
-      cfg.group_m = std::max(1, 2048 / (128 * cluster));
-      cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, smem_limit);
-      const double c = ModelCost(q, cfg, sm_count);
-      if (best_cost < 0 || c < best_cost - 1e-9) {
-        best_cost = c;
-        best = cfg;
-      }
-    }
+// NOTE: measured on H200 (scripts/gpu_m_sweep_variants.sh SWAP=1: every width in 1- and 2-CTA
+// clusters over the m_sweep rows, M = 80-1024, five weight shapes, B [N,K] first): the fastest
+// width per row is the narrowest that holds M in the fewest tiles of at most 240 rows, in
+// 1-CTA clusters (2-CTA within 0-4%), e.g. M = 272 (N = K = 8192) 84.1 us with the plain
+// 128x256 tiles (three rows, split) -> 56.6 us as two 144-row tiles (cuBLAS 52.2); M = 160,
+// 4096x14336: 53.9 -> 43.9 us (cuBLAS 42.7). B [K,N] agrees: over its rows with M = 129-1024
+// these bands take the plain tiles' geomean against cuBLAS from 0.870 to 1.000 (every row's
+// best width: 1.001; worst row 0.865, 14336x4096 M = 272), B [N,K]'s from 0.861 to 0.983. Where
+// plain tiles stay: M <= 128 (swap within -2% to +5% of them), 241-256 and 481-512 (whole 128-row
+// tiles; the 240-row width pads to a third tile, plain faster on 3-4 of 5 shapes), and from 513 the
+// swap-AB tiles win only while four M tiles fill few waves: M = 640 and 768 for N <= 14336 by 2-17%
+// (e.g. 4096x14336 M = 640: 138.0 -> 99.0 us), but N = 28672 is 1-3% slower; 1024 rows are slower
+// everywhere.
+bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg) {
+  if (q.batch > 1 || q.tiles_hint != 0 || CeilDiv(q.k, 64) < 64) return false;
+  int m_tiles = 0, cluster = 1;
+  if (q.m > 128 && q.m <= 240) {
+    m_tiles = 1;
+  } else if (q.m > 256 && q.m <= 480) {
+    m_tiles = 2;
+  } else if (q.m > 512 && q.m <= 768 && CeilDiv(q.n, 128) * 4 <= 4 * int64_t{sm_count}) {
+    m_tiles = 4, cluster = 2;
+  } else {
+    return false;
   }
-  if (cost != nullptr) *cost = best_cost;
-  return best;
+  const int64_t width = CeilDiv(CeilDiv(q.m, m_tiles), 16) * 16;
+  TileConfig c;
+  c.swap_ab = true;
+  c.block_m = 128;
+  c.block_n = static_cast<int>(std::max<int64_t>(width, kSwapWidths[0]));
+  c.cluster_m = cluster;
+  c.group_m = std::max(1, 2048 / (c.block_m * cluster));
+  c.stages = MaxStages(c.block_m, c.block_n, q.fp32_out, smem_limit);
+  *cfg = c;
+  return true;
 }
 
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   sm_count = std::max(sm_count, 2);
-  const TileConfig plain = ChoosePlainConfig(q, sm_count, smem_limit);
-  if (q.tiles_hint != 0 || q.b_kn || q.m <= kWideDecodeMaxRows || q.m > kSwapMaxRows) {
-    return plain;
-  }
-  double swap_cost = 0;
-  const TileConfig swap = ChooseSwapConfig(q, sm_count, smem_limit, &swap_cost);
-  return swap_cost < ModelCost(q, plain, sm_count) - 1e-9 ? swap : plain;
+  TileConfig swap;
+  if (SwapRule(q, sm_count, smem_limit, &swap)) return swap;
+  return ChoosePlainConfig(q, sm_count, smem_limit);
 }
 
 // The choice among the non-swapped tiles: the decode tiles, the measured rules, else the

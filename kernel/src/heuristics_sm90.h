@@ -67,19 +67,11 @@ struct ShapeRule {
   int block_m = 128, block_n = 256, cluster_m = 1, tail_splits = 0, stages = 0;
 };
 
-// Single problems over B [N,K] with kWideDecodeMaxRows < M <= kSwapMaxRows also weigh the
-// swap-AB tiles (ChooseSwapConfig) against the other choice.
-inline constexpr int64_t kSwapMaxRows = 1024;
-
-// The cheapest swap-AB configuration for `q` by the wave-count model: the width of kSwapWidths
-// and the cluster size whose waves x tile cost is least; *cost (if set) gets that estimate in
-// the units of ModelCost.
-TileConfig ChooseSwapConfig(const ShapeQuery& q, int sm_count, int smem_limit,
-                            double* cost = nullptr);
-
-// The wave-count model's estimate for running `q` with `cfg` on `sm_count` SMs: waves of cluster
-// tiles times the cost of one tile (a 128x128 tile's MMA work costs 1.3).
-double ModelCost(const ShapeQuery& q, const TileConfig& cfg, int sm_count);
+// The swap-AB tiles' measured bands (single problems, batch 1, K >= 4096): M is cut
+// into `m_tiles` equal tiles of the narrowest compiled width that holds them (M = 129-240: one
+// tile, 257-480: two, 513-768: four while those tiles fill at most four waves), in 1-CTA
+// clusters (2 for four tiles). Sets *cfg and returns true where a band applies.
+bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg);
 
 // The rules ChooseConfig applies, in order.
 std::span<const ShapeRule> ShapeRules();
@@ -89,8 +81,7 @@ const ShapeRule* MatchShapeRule(std::span<const ShapeRule> rules, const ShapeQue
                                 int sm_count);
 
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
-// opt-in shared memory per block: ChoosePlainConfig's, or ChooseSwapConfig's where the swap-AB
-// tiles apply and the model (ModelCost) finds them cheaper.
+// opt-in shared memory per block: SwapRule's where it applies, else ChoosePlainConfig's.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);
 
 // The choice among the tiles that are not swapped: the decode tiles (M <= kWideDecodeMaxRows),

@@ -127,16 +127,17 @@ std::optional<QualificationCase> FindSm90Case(int v, BLayout layout, DType out, 
   const std::string tag = std::string(layout == BLayout::kKN ? " kn" : " nk") +
                           (out == DType::kBF16 ? " bf16" : " fp32") + " (" + sm90::VariantName(v) +
                           ")";
-  // Every 16th M up to 1024 first: the swap-AB widths each win a narrow band of M.
-  std::vector<int64_t> ms;
-  for (int64_t m = 32; m <= 1024; m += 16) ms.push_back(m);
-  for (int64_t m : {1536, 2048}) ms.push_back(m);
-  for (int64_t m : ms) {
+  for (int64_t m : {32, 64, 96, 128, 192, 256, 512, 1024, 1536, 2048}) {
     for (int64_t n = 128; n <= 20480; n += 128) {
       QualificationCase c{std::to_string(m) + "x" + std::to_string(n) + "x1024" + tag,
                           {P(m, n, 1024, layout, out)}};
       if (Sm90VariantOf(c, sm_count) == v) return c;
     }
+  }
+  // The swap-AB widths: each holds a narrow band of M, with K of at least 4096 (SwapRule).
+  for (int64_t m = 129; m <= 768; m += 16) {
+    QualificationCase c{std::to_string(m) + "x1024x4096" + tag, {P(m, 1024, 4096, layout, out)}};
+    if (Sm90VariantOf(c, sm_count) == v) return c;
   }
   for (int64_t m : {32, 64, 128}) {
     for (int64_t n = 128; n <= 20480; n += 128) {
@@ -172,13 +173,11 @@ std::vector<QualificationCase> Sm90Cases(int sm_count) {
        {P(128, 256, 512, kNK), P(64, 128, 256, kNK), P(300, 200, 104, kNK)}},
   };
   for (QualificationCase& c : cases) c.variants = {Sm90VariantOf(c, sm_count)};
-  // Every tile variant: one case with B [K,N] in BF16 and one with B [N,K] in FP32; the swap-AB
-  // tiles (B [N,K] only) one in each output dtype.
+  // Every tile variant (plain and swap-AB): one case with B [K,N] in BF16 and one with B [N,K]
+  // in FP32.
   for (int v = 0; v < sm90::kNumVariants; ++v) {
     if (v == sm90::kSmallMVariant) continue;
-    const bool swap = sm90::IsSwapVariant(v);
-    for (const auto& [layout, out] :
-         {std::pair{swap ? kNK : kKN, DType::kBF16}, std::pair{kNK, f32}}) {
+    for (const auto& [layout, out] : {std::pair{kKN, DType::kBF16}, std::pair{kNK, f32}}) {
       const bool covered = std::any_of(cases.begin(), cases.end(), [&](const auto& c) {
         return c.variants[0] == v && c.problems[0].b_layout == layout &&
                c.problems[0].d_dtype == out;

@@ -258,39 +258,50 @@ TEST(HeuristicsSm90, CoalescedBatchBandsStayWithinTheirMeasurement) {
   EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
 }
 
-// The swap-AB tiles: coalesced batches over B [N,K] get a compiled width that splits M into
-// equal tiles without padding to 128 rows, with every SM busy.
+// The swap-AB bands: M cut into equal tiles of the narrowest compiled width that holds them.
 TEST(HeuristicsSm90, SwapTilesFitTheRowsOfCoalescedBatches) {
   ShapeQuery q;
   q.n = 8192, q.k = 8192;
-  for (int64_t m : {100, 160, 208, 272, 320, 384, 448, 640}) {
-    SCOPED_TRACE(testing::Message() << "M " << m);
-    q.m = m;
+  const struct {
+    int64_t m;
+    int width, cluster;
+  } want[] = {{129, 144, 1}, {160, 160, 1}, {208, 208, 1}, {240, 240, 1}, {257, 144, 1},
+              {272, 144, 1}, {320, 160, 1}, {384, 192, 1}, {448, 224, 1}, {480, 240, 1},
+              {513, 144, 2}, {640, 160, 2}, {768, 192, 2}};
+  for (const auto& w : want) {
+    SCOPED_TRACE(testing::Message() << "M " << w.m);
+    q.m = w.m;
     const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
     ASSERT_TRUE(cfg.swap_ab);
-    EXPECT_TRUE(IsSm90SwapTile(cfg.block_m, cfg.block_n)) << cfg.block_n;
+    EXPECT_EQ(cfg.block_m, 128);
+    EXPECT_EQ(cfg.block_n, w.width);
+    EXPECT_EQ(cfg.cluster_m, w.cluster);
     EXPECT_GE(TileVariant(cfg.block_m, cfg.block_n, true), kFirstSwapVariant);
-    const int64_t m_tiles = (m + cfg.block_n - 1) / cfg.block_n;
-    EXPECT_LT(m_tiles * cfg.block_n - m, 16 * m_tiles) << "pads more than one step per tile";
-    EXPECT_LE(ModelCost(q, cfg, kH100Sms),
-              ModelCost(q, ChoosePlainConfig(q, kH100Sms, kSmemOptin), kH100Sms));
-    EXPECT_LE(SharedMemoryBytes(cfg, false), kSmemOptin);
+    EXPECT_EQ(cfg.stages, MaxStages(128, w.width, false, kSmemOptin));
+    EXPECT_LE(SharedMemoryBytes(cfg, true), kSmemOptin);
   }
 }
 
 TEST(HeuristicsSm90, SwapTilesOnlyWhereTheyApply) {
   ShapeQuery q;
-  q.m = 272, q.n = 8192, q.k = 8192;
-  q.b_kn = true;  // compiled for B [N,K] only
+  q.n = 8192, q.k = 8192;
+  for (int64_t m : {1, 64, 128, 241, 256, 481, 512, 769, 1024, 4096}) {
+    q.m = m;
+    EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab) << "M " << m;
+  }
+  q.m = 272;
+  q.b_kn = true;  // both layouts
+  EXPECT_TRUE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.b_kn = false, q.k = 2048;  // K below the measured 4096
   EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
-  q.b_kn = false, q.m = 48;  // decode rows keep the 64-row tiles
+  q.k = 8192, q.batch = 2;  // batches keep the plain tiles
   EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
-  q.m = kSwapMaxRows + 1;
+  q.batch = 1, q.tiles_hint = 100;  // groups never swap
   EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
-  q.m = 4096, q.n = 4096;  // whole waves of 128x256 tiles: no reason to swap
+  q.tiles_hint = 0, q.m = 640, q.n = 28672;  // four M tiles fill 6.8 waves: plain tiles
   EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
-  q.m = 272, q.tiles_hint = 100;  // groups never swap
-  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.n = 14336;  // 3.4 waves
+  EXPECT_TRUE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
 }
 
 TEST(HeuristicsSm90, ShapeRulesNameCompiledLaunches) {

@@ -99,7 +99,10 @@ TileConfig ApplyOverride(TileConfig cfg, const DeviceLimits& limits, int* debug_
   if (g_override.block_m > 0) cfg.block_m = g_override.block_m;
   if (g_override.block_n > 0) cfg.block_n = g_override.block_n;
   // A forced tile without forced stages gets the deepest pipeline that fits (set by the caller).
-  if (g_override.block_m > 0 || g_override.block_n > 0) cfg.stages = 0;
+  if (g_override.block_m > 0 || g_override.block_n > 0) {
+    cfg.stages = 0;
+    cfg.swap_ab = g_override.swap_ab > 0;  // a forced tile is a plain one unless swap is forced
+  }
   if (g_override.stages > 0) cfg.stages = g_override.stages;
   if (g_override.cluster_m > 0) cfg.cluster_m = g_override.cluster_m;
   if (g_override.group_m > 0) cfg.group_m = g_override.group_m;
@@ -169,8 +172,9 @@ bool StrideOk(int64_t batch, int64_t stride, std::size_t elem) {
   return bytes > 0 && bytes % 16 == 0 && bytes < kMaxTmaStride;
 }
 
-// `p` as the swap-AB kernel sees it: B [N,K] is its A (rows N), A [M,K] its B (rows M); C and D
-// keep their own layout (the kernel reads and writes them transposed).
+// `p` as the swap-AB kernel sees it: B is its A (rows N; [N,K] K-major or [K,N] MN-major, which
+// the caller tells apart by p.b_layout), A [M,K] its B (rows M, K-major); C and D keep their own
+// layout (the kernel reads and writes them transposed).
 Problem SwappedView(const Problem& p) {
   Problem s = p;
   s.m = p.n, s.n = p.m;
@@ -178,6 +182,11 @@ Problem SwappedView(const Problem& p) {
   s.b = p.a, s.ldb = p.lda;
   s.b_layout = BLayout::kNK;
   return s;
+}
+
+// Whether the kernel's A is MN-major in memory: swap-AB tiles over B [K,N].
+bool AMnMajor(const Problem& user, const TileConfig& cfg) {
+  return cfg.swap_ab && user.b_layout == BLayout::kKN;
 }
 
 // The problem the kernel runs for `p` under `cfg`.
@@ -213,9 +222,14 @@ absl::Status BuildProblem(const Problem& user, int64_t batch, int64_t sa, int64_
   const int64_t a_box = std::min(cfg.block_m, 128);
   const bool a_short = in_group && p.m < a_box && !t_whole_a_boxes;
   out->a_short = a_short ? 1 : 0;
-  GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaA], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.k, p.m, batch,
-                                p.lda * 2, BatchPitch(batch, sa, p.m, p.lda, 2), 64,
-                                static_cast<uint32_t>(a_short ? p.m : a_box)));  // rows per A box
+  if (AMnMajor(user, cfg)) {  // B [K,N] as the kernel's A: 64-column boxes of 64 K rows
+    GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaA], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.m, p.k,
+                                  batch, p.lda * 2, BatchPitch(batch, sa, p.k, p.lda, 2), 64, 64));
+  } else {
+    GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaA], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.k, p.m,
+                                  batch, p.lda * 2, BatchPitch(batch, sa, p.m, p.lda, 2), 64,
+                                  static_cast<uint32_t>(a_short ? p.m : a_box)));  // rows per box
+  }
   const int64_t b_rows = kn ? p.k : p.n;
   if (kn) {
     GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaB], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.b, p.n, p.k,
@@ -256,22 +270,21 @@ absl::Status BuildATail(const Problem& p, int64_t batch, int64_t sa, const TileC
   return absl::OkStatus();
 }
 
-// Launches the swap-AB instantiation of `cfg` (block_n one of kSwapWidths).
-cudaError_t LaunchSwapFor(KernelParams<1>& params, const TileConfig& cfg, bool f32, int sm_count,
-                          cudaStream_t stream, const SplitWorkspace& ws, int* grid, int* splits) {
+// Launches the swap-AB instantiation of `cfg` (block_n one of kSwapWidths) for the output dtype
+// and B layout.
+cudaError_t LaunchSwapFor(KernelParams<1>& params, const TileConfig& cfg, bool f32, bool kn,
+                          int sm_count, cudaStream_t stream, const SplitWorkspace& ws, int* grid,
+                          int* splits) {
   cudaError_t err = cudaErrorInvalidConfiguration;
-#define GEMM_SM90_SWAP_CASE(BN)                                                                \
-  if (cfg.block_n == BN) {                                                                     \
-    err = f32 ? LaunchSm90<128, BN, true, false, 1, true>(params, sm_count, stream, grid, ws,  \
-                                                          splits)                              \
-              : LaunchSm90<128, BN, false, false, 1, true>(params, sm_count, stream, grid, ws, \
-                                                           splits);                            \
+#define GEMM_SM90_SWAP_ONE(BN, F32, KN)                                                      \
+  if (cfg.block_n == BN && f32 == F32 && kn == KN) {                                         \
+    err = LaunchSm90<128, BN, F32, KN, 1, true>(params, sm_count, stream, grid, ws, splits); \
   }
-  GEMM_SM90_SWAP_CASE(64)
-  GEMM_SM90_SWAP_CASE(80)
-  GEMM_SM90_SWAP_CASE(96)
-  GEMM_SM90_SWAP_CASE(112)
-  GEMM_SM90_SWAP_CASE(128)
+#define GEMM_SM90_SWAP_CASE(BN)        \
+  GEMM_SM90_SWAP_ONE(BN, false, false) \
+  GEMM_SM90_SWAP_ONE(BN, true, false)  \
+  GEMM_SM90_SWAP_ONE(BN, false, true)  \
+  GEMM_SM90_SWAP_ONE(BN, true, true)
   GEMM_SM90_SWAP_CASE(144)
   GEMM_SM90_SWAP_CASE(160)
   GEMM_SM90_SWAP_CASE(176)
@@ -280,6 +293,7 @@ cudaError_t LaunchSwapFor(KernelParams<1>& params, const TileConfig& cfg, bool f
   GEMM_SM90_SWAP_CASE(224)
   GEMM_SM90_SWAP_CASE(240)
 #undef GEMM_SM90_SWAP_CASE
+#undef GEMM_SM90_SWAP_ONE
   return err;
 }
 
@@ -315,7 +329,8 @@ cudaError_t LaunchFor(KernelParams<P>& params, const TileConfig& cfg, DType d, B
   GEMM_SM90_CASE(64, 128, true, true)
 #undef GEMM_SM90_CASE
   if constexpr (P == 1) {
-    if (cfg.swap_ab) err = LaunchSwapFor(params, cfg, f32, sm_count, stream, ws, &grid, &splits);
+    if (cfg.swap_ab)
+      err = LaunchSwapFor(params, cfg, f32, kn, sm_count, stream, ws, &grid, &splits);
   }
   t_last_launch =
       absl::StrCat(cfg.swap_ab ? "swap_ab " : "", "tile=", cfg.block_m, "x", cfg.block_n,
@@ -347,9 +362,9 @@ void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, Kernel
 }
 
 // Shared-memory sanity of an overridden configuration.
-bool ConfigFits(const TileConfig& cfg, bool f32, bool kn, int smem_optin) {
-  const bool tile = cfg.swap_ab ? IsSm90SwapTile(cfg.block_m, cfg.block_n) && !kn
-                                : IsSm90Tile(cfg.block_m, cfg.block_n);
+bool ConfigFits(const TileConfig& cfg, bool f32, int smem_optin) {
+  const bool tile =
+      cfg.swap_ab ? IsSm90SwapTile(cfg.block_m, cfg.block_n) : IsSm90Tile(cfg.block_m, cfg.block_n);
   return tile && (cfg.cluster_m == 1 || cfg.cluster_m == 2) && cfg.stages >= 2 &&
          SharedMemoryBytes(cfg, f32) <= smem_optin;
 }
@@ -412,7 +427,7 @@ absl::StatusOr<TileConfig> ConfigFor(const StridedBatch& args, const DeviceLimit
   if (cfg.stages <= 0) {
     cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, limits.smem_optin);
   }
-  if (!ConfigFits(cfg, q.fp32_out, q.b_kn, limits.smem_optin)) {
+  if (!ConfigFits(cfg, q.fp32_out, limits.smem_optin)) {
     return absl::InvalidArgumentError("sm90: tuning override does not fit");
   }
   return cfg;
@@ -442,7 +457,7 @@ absl::StatusOr<TileConfig> GroupConfigFor(std::span<const Problem> chunk,
                                  limits, debug_flags);
   if (cfg.stages <= 0) cfg.stages = MaxStages(cfg.block_m, cfg.block_n, f32, limits.smem_optin);
   cfg.swap_ab = false;  // grouped launches have no swap-AB instantiation
-  if (!ConfigFits(cfg, f32, kn, limits.smem_optin)) {
+  if (!ConfigFits(cfg, f32, limits.smem_optin)) {
     return absl::InvalidArgumentError("sm90: tuning override does not fit");
   }
   return cfg;
@@ -532,8 +547,10 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
                                     args.stride_d, cfg, false, &params.tma[0],
                                     &params.problems[0]));
   FinishParams(cfg, 1, std::max<int64_t>(args.batch, 1), &params);
-  GEMM_RETURN_IF_ERROR(BuildATail(KernelView(p, cfg), args.batch,
-                                  cfg.swap_ab ? args.stride_b : args.stride_a, cfg, &params));
+  if (!AMnMajor(p, cfg)) {  // an MN-major A loads whole column boxes
+    GEMM_RETURN_IF_ERROR(BuildATail(KernelView(p, cfg), args.batch,
+                                    cfg.swap_ab ? args.stride_b : args.stride_a, cfg, &params));
+  }
   if (params.total_tiles >= kMaxTiles) {
     return absl::InvalidArgumentError(
         absl::StrCat("sm90: ", params.total_tiles, " tiles in one launch (at most 2^31 - 1)"));

@@ -24,9 +24,10 @@
 // more than one A box), so any M, N, K >= 1 works. Single-problem launches load no A rows past M
 // (KernelParams::tma_a_tail), nor do group members below one A box (ProblemParams::a_short):
 // the zero-fill of those rows was slow.
-// Swap-AB (kSwap, TileConfig::swap_ab): the host passes B [N,K] as the kernel's A and A [M,K] as
-// its B, so the tile is 128 rows of N by BN (64-256) rows of M and the epilogue stores the
-// accumulators transposed (sm90_swap_epilogue.cuh); C is read transposed too.
+// Swap-AB (kSwap, TileConfig::swap_ab): the host passes B as the kernel's A and A [M,K] as its B,
+// so the tile is 128 rows of N by BN (144-240) rows of M and the epilogue stores the accumulators
+// transposed (sm90_swap_epilogue.cuh); C is read transposed too. B [K,N] is then an MN-major A
+// (loaded in 64-column boxes, read with wgmma's A-transpose bit).
 // Tail split-K (sm90_split.h): units of the last wave may cover a K range of a tile; non-owner
 // units store FP32 partials to the workspace and publish a flag (release), the owner waits for
 // the flags (acquire), adds the partials into its accumulators and runs the epilogue.
@@ -65,8 +66,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     Sm90GemmKernel(const __grid_constant__ KernelParams<P> params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace gemm::kernel::ptx;
-  static_assert(kSwap ? IsSm90SwapTile(BM, BN) && !kBKN && P == 1 : IsSm90Tile(BM, BN),
-                "not one of the kernel's tiles (sm90_params.h)");
+  static_assert(kSwap ? IsSm90SwapTile(BM, BN) && P == 1 : IsSm90Tile(BM, BN),
+                "not one of the kernel's tiles (sm90_tiles.h)");
+  // Which operand is MN-major in shared memory: B [K,N] is the kernel's B, or with swap-AB its A
+  // (then loaded as 64-column boxes like B's, and read by wgmma with the A-transpose bit).
+  constexpr bool kAMN = kSwap && kBKN;
+  constexpr bool kBMN = kBKN && !kSwap;
   constexpr bool kSplitN = BM == 64;              // warpgroups split the columns, not rows
   constexpr int kWgRows = kSplitN ? 64 : BM / 2;  // rows per consumer warpgroup
   constexpr int kWgCols = kSplitN ? BN / 2 : BN;  // columns per consumer warpgroup
@@ -130,8 +135,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto issue_loads = [&](const CUtensorMap* tma_a, const CUtensorMap* tma_b, int32_t batch, int m0,
                          int n0, int kb, int stage, bool multicast, bool clip, int m) {
     const uint32_t full = full_bar(stage);
+    if constexpr (kAMN) {
+      // A [K, rows] (swap-AB over B [K,N]): two 64-column (128-byte) boxes of 64 K rows.
 #pragma unroll
-    for (int r = 0; r < (BM + 127) / 128; ++r) {  // boxes of min(BM, 128) rows of A
+      for (int j = 0; j < BM / 64; ++j) {
+        TmaLoad3d(tma_a, s_a + stage * kABytes + j * 64 * 128, full, m0 + j * 64, kb * kBlockK,
+                  batch);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < (kAMN ? 0 : (BM + 127) / 128); ++r) {  // boxes of min(BM, 128) A rows
       const int row0 = m0 + r * 128;
       const CUtensorMap* map = tma_a;
       if (clip) {
@@ -147,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const uint32_t b_dst = s_b + stage * kBBytes;
     const uint16_t mask = static_cast<uint16_t>((1u << cs) - 1);
-    if constexpr (kBKN) {
+    if constexpr (kBMN) {
       // B [K,N]: 64-column (128-byte) boxes of 64 K rows, one 8 KB block each.
       // NOTE: fixed trip counts (cs is 1 or 2): a loop bounded by a runtime division cost the
       // producer ~25 instructions per k-block, and with runtime bounds the 40-register producer
@@ -319,10 +332,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     // worth ~3% of the kernel's time with warpgroup-wide staging).
     const uint32_t stg0 = s_epi + (wgi * 4 + warp) * 2 * kEpiBufBytes;
     // Slot-0 descriptors of this warpgroup's A rows / B columns (128 bytes of K per row in either
-    // layout); B N-major: 64-column chunks 8 KB apart.
-    const uint64_t desc_a0 = MakeSmemDescSw128(s_a + (kSplitN ? 0 : wgi * kWgRows * 128), 16, 1024);
+    // layout); MN-major: 64-column chunks 8 KB apart (a warpgroup's 64 A rows are one chunk, at
+    // the same offset as its 64 K-major rows).
+    const uint64_t desc_a0 =
+        MakeSmemDescSw128(s_a + (kSplitN ? 0 : wgi * kWgRows * 128), kAMN ? 64 * 128 : 16, 1024);
     const uint64_t desc_b0 =
-        MakeSmemDescSw128(s_b + (kSplitN ? wgi * kWgCols * 128 : 0), kBKN ? 64 * 128 : 16, 1024);
+        MakeSmemDescSw128(s_b + (kSplitN ? wgi * kWgCols * 128 : 0), kBMN ? 64 * 128 : 16, 1024);
 
     // A wgmma is one warpgroup operation: once this warp's wait_group has seen it retire, no warp
     // of the warpgroup reads its slot any more, so one thread per warpgroup and destination CTA
@@ -358,20 +373,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         // 4096^3): 29.8 M -> 22.9 M instructions, tensor pipe 84.4% -> 86.6% active.
         const uint32_t da_s = static_cast<uint32_t>(desc_a0) + stage * (kABytes >> 4);
         const uint32_t db_s = static_cast<uint32_t>(desc_b0) + stage * (kBBytes >> 4);
-        constexpr uint64_t kHiA = MakeSmemDescSw128(0, 16, 1024) & 0xffffffff00000000ull;
+        constexpr uint64_t kHiA =
+            MakeSmemDescSw128(0, kAMN ? 64 * 128 : 16, 1024) & 0xffffffff00000000ull;
         constexpr uint64_t kHiB =
-            MakeSmemDescSw128(0, kBKN ? 64 * 128 : 16, 1024) & 0xffffffff00000000ull;
+            MakeSmemDescSw128(0, kBMN ? 64 * 128 : 16, 1024) & 0xffffffff00000000ull;
 #pragma unroll
         for (int ks = 0; ks < kBlockK / 16; ++ks) {
           // B: K-major like A (32 bytes per 16 K), or N-major: 16 K rows = two 8-row groups of
           // 1024 bytes.
-          const uint64_t db = kHiB | (db_s + (kBKN ? ks * (2048 >> 4) : ks * (32 >> 4)));
+          const uint64_t db = kHiB | (db_s + (kBMN ? ks * (2048 >> 4) : ks * (32 >> 4)));
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
-            // A: K-major, 16 K elements = 32 bytes inside the swizzle atom.
-            const uint64_t da = kHiA | (da_s + h * ((64 * 128) >> 4) + ks * (32 >> 4));
-            WgmmaBf16<kWgCols, kBKN ? 1 : 0>::Mma(acc[h], da, db,
-                                                  (kb != kb_begin || ks != 0) ? 1u : 0u);
+            // A: K-major, 16 K elements = 32 bytes inside the swizzle atom; MN-major (one m64
+            // half only), 16 K rows like B's.
+            const uint64_t da =
+                kHiA | (da_s + h * ((64 * 128) >> 4) + (kAMN ? ks * (2048 >> 4) : ks * (32 >> 4)));
+            WgmmaBf16<kWgCols, kBMN ? 1 : 0, kAMN ? 1 : 0>::Mma(
+                acc[h], da, db, (kb != kb_begin || ks != 0) ? 1u : 0u);
           }
         }
         WgmmaCommit();

@@ -116,12 +116,15 @@ cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t strea
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, false, kMaxGroupPerLaunch)  \
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, true, kMaxGroupPerLaunch)
 
-// Explicit instantiations of LaunchSm90 for one swap-AB tile (128 x BN): both output dtypes, B
-// [N,K], single problems.
-#define GEMM_SM90_INSTANTIATE_SWAP(BN)                                         \
-  template cudaError_t LaunchSm90<128, BN, false, false, 1, true>(             \
-      KernelParams<1>&, int, cudaStream_t, int*, const SplitWorkspace&, int*); \
-  template cudaError_t LaunchSm90<128, BN, true, false, 1, true>(              \
-      KernelParams<1>&, int, cudaStream_t, int*, const SplitWorkspace&, int*);
+// Explicit instantiations of LaunchSm90 for one swap-AB tile (128 x BN): both output dtypes, both
+// B layouts, single problems.
+#define GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, F32, KN)                                               \
+  template cudaError_t LaunchSm90<128, BN, F32, KN, 1, true>(KernelParams<1>&, int, cudaStream_t, \
+                                                             int*, const SplitWorkspace&, int*);
+#define GEMM_SM90_INSTANTIATE_SWAP(BN)             \
+  GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, false, false) \
+  GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, true, false)  \
+  GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, false, true)  \
+  GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, true, true)
 
 }  // namespace gemm::kernel::sm90

@@ -13,9 +13,10 @@ constexpr bool IsSm90Tile(int block_m, int block_n) {
 }
 
 // The swap-AB tiles (TileConfig::swap_ab): the kernel multiplies B [N,K] by A [M,K] (N in the
-// WGMMA's M slot), so the tile is 128 rows of N by block_n rows of M, and block_n is any multiple
-// of 16 from 64 to 240 (WGMMA n; a 2-CTA cluster's half of the A box stays 1024-byte aligned).
-inline constexpr int kSwapWidths[] = {64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240};
+// WGMMA's M slot), so the tile is 128 rows of N by block_n rows of M; block_n is a multiple of 16
+// (WGMMA n; a 2-CTA cluster's half of the A box stays 1024-byte aligned) from 144 to 240, the
+// widths the heuristics choose (SwapRule).
+inline constexpr int kSwapWidths[] = {144, 160, 176, 192, 208, 224, 240};
 constexpr bool IsSm90SwapTile(int block_m, int block_n) {
   if (block_m != 128) return false;
   for (int w : kSwapWidths) {

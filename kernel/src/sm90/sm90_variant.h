@@ -2,7 +2,7 @@
 // (bit i of LaunchOptions::usable_variants): the WGMMA kernel's five tile shapes (each compiled
 // for both output dtypes, both B layouts, single and grouped parameter blocks; split-K is a
 // runtime mode of the same code), the small-M kernel, then the swap-AB tiles (128 x each of
-// kSwapWidths; both output dtypes, B [N,K], single problems). No CUDA include.
+// kSwapWidths; both output dtypes and B layouts, single problems). No CUDA include.
 #pragma once
 
 #include <cstdint>
