@@ -6,7 +6,7 @@
 //              [--dtype bf16|f32]
 //              [--json] [--csv] [--check] [--reps N] [--warmup N] [--shapes DIR]
 //              [--direct] [--ctas N] [--stream_k] [--sm90_main] [--no_split] [--split N]
-//              [--tile MxN] [--same_set]
+//              [--tile MxN] [--swap_ab on|off] [--same_set]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,7 +31,8 @@ constexpr char kUsage[] =
     "usage: gemm_bench [--set all|large|decode|grouped|batched|moe|m_sweep]\n"
     "                  [--layout nk|kn|both] [--dtype bf16|f32] [--json] [--csv] [--check]\n"
     "                  [--reps N] [--warmup N] [--shapes DIR] [--direct] [--ctas N]\n"
-    "                  [--sm90_main] [--no_split] [--split N] [--tile MxN] [--stages N]\n"
+    "                  [--sm90_main] [--no_split] [--split N] [--tile MxN] [--swap_ab on|off]\n"
+    "                  [--stages N]\n"
     "                  [--cluster N] [--group_m N] [--debug_flags N] [--same_set] [--stream_k]\n"
     "  --set     all: decode, large, batched, grouped, moe; m_sweep (M from 1 to 8192 against\n"
     "            five weight shapes) runs only when named\n"
@@ -43,7 +44,9 @@ constexpr char kUsage[] =
     "  --no_split   never split the WGMMA kernel's last wave along K (A/B timing)\n"
     "  --split N    cut every tile of the WGMMA kernel's last partial wave into N K pieces\n"
     "               (at most 8; 1: never split; default: as many as fill the idle SMs)\n"
-    "  --tile MxN   force the WGMMA kernel's tile (128x256, 256x128, 128x128, 64x256, 64x128)\n"
+    "  --tile MxN   force the WGMMA kernel's tile (128x256, 256x128, 128x128, 64x256, 64x128;\n"
+    "               with --swap_ab on: 128xW, W = 144, 160, ..., 240)\n"
+    "  --swap_ab on|off  force the WGMMA kernel's swap-AB tiles on or off\n"
     "  --stages, --cluster, --group_m  force these WGMMA launch parameters\n"
     "  --debug_flags N  sm90 kDebug* bits (1 skip epilogue, 2 no loads, 4 no multicast,\n"
     "               8 no split-K, 128 exit after the prologue; host side: 16 / 32 / 512\n"
@@ -85,6 +88,9 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     } else if (arg == "--split" && value(&v)) {
       f->bench.tail_splits = std::atoi(v.c_str());
       if (f->bench.tail_splits < 1) return false;
+    } else if (arg == "--swap_ab" && value(&v)) {
+      if (v != "on" && v != "off") return false;
+      f->bench.swap_ab = v == "on" ? 1 : -1;
     } else if (arg == "--tile" && value(&v)) {
       if (std::sscanf(v.c_str(), "%dx%d", &f->bench.tile_m, &f->bench.tile_n) != 2) return false;
     } else if (arg == "--stages" && value(&v)) {

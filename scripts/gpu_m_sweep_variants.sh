@@ -13,7 +13,9 @@
 # most 120 s, so the whole run stays within a bounded time; the log names what it skipped.
 #   scripts/gpu_m_sweep_variants.sh [extra gemm_bench flags...]
 # Env: REPS (default 20), WARMUP (default 3), BUDGET_S, and the M range of the forced variants:
-# MIN_M (default 1), MAX_M (default 1024).
+# MIN_M (default 1), MAX_M (default 1024). SWAP=1 measures the swap-AB tiles instead: the
+# dispatch, the dispatch without swap-AB tiles ("plain", the whole set) and each swap-AB width
+# in 1- and 2-CTA clusters.
 set -uo pipefail
 # shellcheck source=lib/gpu_env.sh
 source "$(dirname "$0")/lib/gpu_env.sh"
@@ -36,19 +38,29 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,tempe
 variants=(
   "dispatch|"
 )
+if [ "${SWAP:-0}" = 1 ]; then
+  variants+=("plain|--swap_ab off")
+  for width in 144 160 176 192 208 224 240; do
+    for cluster in 1 2; do
+      variants+=("s128x$width-c$cluster|--sm90_main --swap_ab on --tile 128x$width --cluster $cluster")
+    done
+  done
+fi
 forced_tile() {  # forced_tile TILE: the tile in both cluster sizes, split as planned and not
   for cluster in 2 1; do
     variants+=("t$1-c$cluster|--sm90_main --tile $1 --cluster $cluster")
     variants+=("t$1-c$cluster-nosplit|--sm90_main --tile $1 --cluster $cluster --no_split")
   done
 }
-for tile in 128x256 64x256 128x128 64x128; do forced_tile "$tile"; done
-for split in 2 4; do
-  variants+=("t128x256-c2-split$split|--sm90_main --tile 128x256 --cluster 2 --split $split")
-  variants+=("t64x256-c1-split$split|--sm90_main --tile 64x256 --cluster 1 --split $split")
-  variants+=("t128x128-c1-split$split|--sm90_main --tile 128x128 --cluster 1 --split $split")
-done
-forced_tile 256x128
+if [ "${SWAP:-0}" != 1 ]; then
+  for tile in 128x256 64x256 128x128 64x128; do forced_tile "$tile"; done
+  for split in 2 4; do
+    variants+=("t128x256-c2-split$split|--sm90_main --tile 128x256 --cluster 2 --split $split")
+    variants+=("t64x256-c1-split$split|--sm90_main --tile 64x256 --cluster 1 --split $split")
+    variants+=("t128x128-c1-split$split|--sm90_main --tile 128x128 --cluster 1 --split $split")
+  done
+  forced_tile 256x128
+fi
 
 start=$SECONDS
 status=0
@@ -60,7 +72,7 @@ for v in "${variants[@]}"; do
     continue
   fi
   dir=$root/bench/shapes
-  [ "$name" != dispatch ] && dir=$shapes
+  [ "$name" != dispatch ] && [ "$name" != plain ] && dir=$shapes
   echo "## $name: gemm_bench --set m_sweep --layout both --check --json ${flags[*]}" >>"$log"
   t0=$SECONDS
   timeout 120 gemm_bench --set m_sweep --shapes "$dir" --layout both --check --json \

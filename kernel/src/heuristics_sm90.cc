@@ -1,11 +1,13 @@
-// SM90 launch-configuration heuristics: the decode tiles for one row of 64-row tiles, then the
-// measured rules for bands of single-problem shapes (kShapeRules), else estimate the time of each
-// candidate as (waves of cluster tiles over the SMs) x (cost of one tile) and keep the cheapest.
+// SM90 launch-configuration heuristics: the swap-AB tiles in their measured bands (SwapRule), the
+// decode tiles for one row of 64-row tiles, then the measured rules for bands of single-problem
+// shapes (kShapeRules), else estimate the time of each candidate as (waves of cluster tiles over
+// the SMs) x (cost of one tile) and keep the cheapest.
 #include "heuristics_sm90.h"
 
 #include <algorithm>
 
 #include "sm90/sm90_split.h"
+#include "sm90/sm90_tiles.h"
 
 namespace gemm::kernel::sm90 {
 namespace {
@@ -199,7 +201,53 @@ int64_t NumTiles(const ShapeQuery& q, const TileConfig& cfg) {
   return CeilDiv(q.m, cfg.block_m) * CeilDiv(q.n, cfg.block_n) * std::max<int64_t>(q.batch, 1);
 }
 
+// NOTE: measured on H200 (scripts/gpu_m_sweep_variants.sh SWAP=1: every width in 1- and 2-CTA
+// clusters over the m_sweep rows, M = 80-1024, five weight shapes, B [N,K] first): the fastest
+// width per row is the narrowest that holds M in the fewest tiles of at most 240 rows, in
+// 1-CTA clusters (2-CTA within 0-4%), e.g. M = 272 (N = K = 8192) 84.1 us with the plain
+// 128x256 tiles (three rows, split) -> 56.6 us as two 144-row tiles (cuBLAS 52.2); M = 160,
+// 4096x14336: 53.9 -> 43.9 us (cuBLAS 42.7). B [K,N] agrees: over its rows with M = 129-1024
+// these bands take the plain tiles' geomean against cuBLAS from 0.870 to 1.000 (every row's
+// best width: 1.001; worst row 0.865, 14336x4096 M = 272), B [N,K]'s from 0.861 to 0.983. Where
+// plain tiles stay: M <= 128 (swap within -2% to +5% of them), 241-256 and 481-512 (whole 128-row
+// tiles; the 240-row width pads to a third tile, plain faster on 3-4 of 5 shapes), and from 513 the
+// swap-AB tiles win only while four M tiles fill few waves: M = 640 and 768 for N <= 14336 by 2-17%
+// (e.g. 4096x14336 M = 640: 138.0 -> 99.0 us), but N = 28672 is 1-3% slower; 1024 rows are slower
+// everywhere.
+bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg) {
+  if (q.batch > 1 || q.tiles_hint != 0 || CeilDiv(q.k, 64) < 64) return false;
+  int m_tiles = 0, cluster = 1;
+  if (q.m > 128 && q.m <= 240) {
+    m_tiles = 1;
+  } else if (q.m > 256 && q.m <= 480) {
+    m_tiles = 2;
+  } else if (q.m > 512 && q.m <= 768 && CeilDiv(q.n, 128) * 4 <= 4 * int64_t{sm_count}) {
+    m_tiles = 4, cluster = 2;
+  } else {
+    return false;
+  }
+  const int64_t width = CeilDiv(CeilDiv(q.m, m_tiles), 16) * 16;
+  TileConfig c;
+  c.swap_ab = true;
+  c.block_m = 128;
+  c.block_n = static_cast<int>(std::max<int64_t>(width, kSwapWidths[0]));
+  c.cluster_m = cluster;
+  c.group_m = std::max(1, 2048 / (c.block_m * cluster));
+  c.stages = MaxStages(c.block_m, c.block_n, q.fp32_out, smem_limit);
+  *cfg = c;
+  return true;
+}
+
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
+  sm_count = std::max(sm_count, 2);
+  TileConfig swap;
+  if (SwapRule(q, sm_count, smem_limit, &swap)) return swap;
+  return ChoosePlainConfig(q, sm_count, smem_limit);
+}
+
+// The choice among the non-swapped tiles: the decode tiles, the measured rules, else the
+// wave-count model.
+TileConfig ChoosePlainConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   sm_count = std::max(sm_count, 2);
   TileConfig best;
   if (q.tiles_hint == 0 && q.m <= kWideDecodeMaxRows) {

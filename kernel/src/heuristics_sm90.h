@@ -9,15 +9,17 @@ namespace gemm::kernel::sm90 {
 
 // One launch configuration of the SM90 kernel.
 struct TileConfig {
-  int block_m = 128;    // rows per CTA tile (two consumer warpgroups of block_m / 2 rows; with 64,
-                        // each warpgroup takes half the columns)
-  int block_n = 256;    // columns per CTA tile: 128x256, 256x128, 128x128, 64x256 or 64x128
-  int block_k = 64;     // K per pipeline stage (one 128-byte swizzle atom of BF16)
-  int stages = 4;       // depth of the TMA -> WGMMA shared-memory pipeline
-  int cluster_m = 2;    // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
-  int group_m = 16;     // L2 grouping: clusters along M visited before moving along N
-  int tail_splits = 0;  // K pieces per tile of the last, partial wave (sm90_split.h): 0 lets
-                        // PlanTailSplit derive them from the idle SMs; 1 never splits
+  int block_m = 128;     // rows per CTA tile (two consumer warpgroups of block_m / 2 rows; with 64,
+                         // each warpgroup takes half the columns)
+  int block_n = 256;     // columns per CTA tile: 128x256, 256x128, 128x128, 64x256 or 64x128
+  int block_k = 64;      // K per pipeline stage (one 128-byte swizzle atom of BF16)
+  int stages = 4;        // depth of the TMA -> WGMMA shared-memory pipeline
+  int cluster_m = 2;     // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
+  int group_m = 16;      // L2 grouping: clusters along M visited before moving along N
+  int tail_splits = 0;   // K pieces per tile of the last, partial wave (sm90_split.h): 0 lets
+                         // PlanTailSplit derive them from the idle SMs; 1 never splits
+  bool swap_ab = false;  // B [N,K] runs as the kernel's A: block_m rows of N (128) by block_n
+                         // rows of M (one of kSwapWidths); clusters pair tiles along N
 };
 
 // Shape facts the choice depends on.
@@ -65,6 +67,12 @@ struct ShapeRule {
   int block_m = 128, block_n = 256, cluster_m = 1, tail_splits = 0, stages = 0;
 };
 
+// The swap-AB tiles' measured bands (single problems, batch 1, K >= 4096): M is cut
+// into `m_tiles` equal tiles of the narrowest compiled width that holds them (M = 129-240: one
+// tile, 257-480: two, 513-768: four while those tiles fill at most four waves), in 1-CTA
+// clusters (2 for four tiles). Sets *cfg and returns true where a band applies.
+bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg);
+
 // The rules ChooseConfig applies, in order.
 std::span<const ShapeRule> ShapeRules();
 
@@ -73,8 +81,12 @@ const ShapeRule* MatchShapeRule(std::span<const ShapeRule> rules, const ShapeQue
                                 int sm_count);
 
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
-// opt-in shared memory per block.
+// opt-in shared memory per block: SwapRule's where it applies, else ChoosePlainConfig's.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);
+
+// The choice among the tiles that are not swapped: the decode tiles (M <= kWideDecodeMaxRows),
+// the first matching ShapeRule, else the wave-count model.
+TileConfig ChoosePlainConfig(const ShapeQuery& q, int sm_count, int smem_limit);
 
 // Devices whose DRAM peaks at this many GB/s or more get 128-byte L2 promotion on the operand
 // tensor maps, the others 256 bytes.

@@ -1,7 +1,7 @@
 // The qualification case list (gemm/qualification.h). The cases are chosen so that the
 // launcher's own choice (sm100_choice.h; the SM90 heuristics) lands on each compiled variant
-// (the 12 of SM100, the 5 tiles and the small-M kernel of SM90); each case records the variant
-// that choice predicts, and the runner lets the call use only that one.
+// (the 12 of SM100; the 5 tiles, the small-M kernel and the swap-AB tiles of SM90); each case
+// records the variant that choice predicts, and the runner lets the call use only that one.
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -118,7 +118,7 @@ int Sm90VariantOf(const QualificationCase& c, int sm_count) {
     q.m = p.m, q.n = p.n, q.k = p.k, q.batch = c.batch, q.fp32_out = f32, q.b_kn = kn;
     cfg = sm90::ChooseConfig(q, sm_count, kSm90SmemOptin);
   }
-  return sm90::TileVariant(cfg.block_m, cfg.block_n);
+  return sm90::TileVariant(cfg.block_m, cfg.block_n, cfg.swap_ab);
 }
 
 // A case (one problem, else a group of two) that the choice sends to tile variant `v` with this
@@ -133,6 +133,11 @@ std::optional<QualificationCase> FindSm90Case(int v, BLayout layout, DType out, 
                           {P(m, n, 1024, layout, out)}};
       if (Sm90VariantOf(c, sm_count) == v) return c;
     }
+  }
+  // The swap-AB widths: each holds a narrow band of M, with K of at least 4096 (SwapRule).
+  for (int64_t m = 129; m <= 768; m += 16) {
+    QualificationCase c{std::to_string(m) + "x1024x4096" + tag, {P(m, 1024, 4096, layout, out)}};
+    if (Sm90VariantOf(c, sm_count) == v) return c;
   }
   for (int64_t m : {32, 64, 128}) {
     for (int64_t n = 128; n <= 20480; n += 128) {
@@ -168,7 +173,10 @@ std::vector<QualificationCase> Sm90Cases(int sm_count) {
        {P(128, 256, 512, kNK), P(64, 128, 256, kNK), P(300, 200, 104, kNK)}},
   };
   for (QualificationCase& c : cases) c.variants = {Sm90VariantOf(c, sm_count)};
-  for (int v = 0; v < sm90::kNumTileVariants; ++v) {
+  // Every tile variant (plain and swap-AB): one case with B [K,N] in BF16 and one with B [N,K]
+  // in FP32.
+  for (int v = 0; v < sm90::kNumVariants; ++v) {
+    if (v == sm90::kSmallMVariant) continue;
     for (const auto& [layout, out] : {std::pair{kKN, DType::kBF16}, std::pair{kNK, f32}}) {
       const bool covered = std::any_of(cases.begin(), cases.end(), [&](const auto& c) {
         return c.variants[0] == v && c.problems[0].b_layout == layout &&

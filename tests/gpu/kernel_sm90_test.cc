@@ -259,28 +259,87 @@ TEST(Sm90BenchmarkShapes, MatchesCublasLt) {
   for (const Case& cs : cases) EXPECT_LE(Compare(cs), Tolerance(cs.dtype)) << Name(cs);
 }
 
-// One shape in each measured coalesced-batch band of the heuristics (kShapeRules: M = 257-768),
-// edges off the tiles (M, N, K not multiples of 128, 256, 64 where the band allows), both
-// layouts, BF16 and FP32 output, alpha/beta: each runs the band's launch through the dispatch
-// and matches cuBLASLt.
+// One shape in each measured coalesced-batch band of the heuristics (kShapeRules and SwapRule:
+// M = 257-768), edges off the tiles (M, N, K not multiples of 128, 256, 64 where the band
+// allows), both layouts, BF16 and FP32 output, alpha/beta: each runs the band's launch through
+// the dispatch and matches cuBLASLt.
 TEST(Sm90CoalescedBands, MatchCublasLt) {
   if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
   const struct {
     Case cs;
     const char* launch;  // what the description must name
   } cases[] = {
-      {{300, 4096, 4096}, "tile=128x256 stages=4 cluster_m=1"},
+      {{300, 4096, 4096}, "swap_ab tile=128x160 stages=5 cluster_m=1"},
       {{383, 14000, 4096, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
-       "tile=128x256 stages=4 cluster_m=1"},
-      {{450, 4000, 4096, 1, BLayout::kKN, DType::kBF16, 1.0f, -1.0f},
+       "swap_ab tile=128x192 stages=4 cluster_m=1"},
+      // Plain 128x256 tiles where no swap-AB band applies (M = 481-512; four 128-row tiles or
+      // N past four waves of four M tiles).
+      {{500, 4000, 4096, 1, BLayout::kKN, DType::kBF16, 1.0f, -1.0f},
        "tile=128x256 stages=4 cluster_m=2"},
-      {{600, 8000, 4160}, "tile=128x256 stages=4 cluster_m=1"},
-      {{700, 8192, 4096, 1, BLayout::kNK, DType::kFP32}, "tile=128x256 stages=4 cluster_m=2"},
+      {{640, 28672, 4096, 1, BLayout::kKN, DType::kFP32}, "tile=128x256 stages=4 cluster_m=1"},
+      {{700, 28672, 4096, 1, BLayout::kNK, DType::kFP32}, "tile=128x256 stages=4 cluster_m=2"},
+      {{600, 8000, 4160}, "swap_ab tile=128x160 stages=5 cluster_m=2"},
+      {{700, 8192, 4096, 1, BLayout::kNK, DType::kFP32},
+       "swap_ab tile=128x176 stages=5 cluster_m=2"},
   };
   for (const auto& c : cases) {
     EXPECT_LE(Compare(c.cs), Tolerance(c.cs.dtype)) << Name(c.cs);
     EXPECT_NE(sm90::LastLaunchDescription().find(c.launch), std::string::npos)
         << Name(c.cs) << ": " << sm90::LastLaunchDescription();
+  }
+}
+
+// Every swap-AB width (TileConfig::swap_ab) and cluster size, forced through the tuning hook, in
+// both B layouts: M not a multiple of the width (and below it), N not a multiple of 128, K not a
+// multiple of 64, a 2-entry strided batch, BF16 and FP32 output with alpha/beta and C, and a
+// shape whose last wave splits along K.
+TEST(Sm90SwapAB, EveryWidthMatchesCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const int64_t shapes[][4] = {// m, n, k, batch
+                               {17, 200, 72, 2},
+                               {300, 264, 130, 2},
+                               {520, 1000, 200, 1},
+                               {272, 1024, 4096, 1}};  // 8 x 2-3 tiles: the tail splits along K
+  for (int width : {144, 160, 176, 192, 208, 224, 240}) {
+    for (int cluster : {1, 2}) {
+      sm90::TuningOverride o;
+      o.swap_ab = 1, o.block_m = 128, o.block_n = width, o.cluster_m = cluster;
+      sm90::SetTuningOverride(o);
+      for (const auto& s : shapes) {
+        for (BLayout layout : {BLayout::kNK, BLayout::kKN}) {
+          for (DType dtype : {DType::kBF16, DType::kFP32}) {
+            const bool scaled = dtype == DType::kFP32 || s[0] % 2 == 1;
+            const float alpha = scaled ? 1.5f : 1.0f, beta = scaled ? 0.25f : 0.0f;
+            Case cs{s[0], s[1], s[2], s[3], layout, dtype, alpha, beta};
+            EXPECT_LE(Compare(cs), Tolerance(dtype))
+                << Name(cs) << " swap width " << width << " cluster " << cluster;
+            EXPECT_NE(sm90::LastLaunchDescription().find(absl::StrCat("swap_ab tile=128x", width)),
+                      std::string::npos)
+                << sm90::LastLaunchDescription();
+          }
+        }
+      }
+    }
+  }
+  sm90::ClearTuningOverride();
+}
+
+// The heuristics' own choices for coalesced decode batches over a resident weight (M = 100-700,
+// swap-AB from 129 rows), through the dispatch, match cuBLASLt.
+TEST(Sm90SwapAB, CoalescedBatchesMatchCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const Case cases[] = {{100, 8192, 8192},
+                        {160, 4096, 14336, 1, BLayout::kNK, DType::kFP32},
+                        {272, 8192, 8192, 1, BLayout::kNK, DType::kBF16, 0.5f, 1.0f},
+                        {333, 28672, 8192},
+                        {448, 14336, 4096},
+                        {200, 8192, 8192, 1, BLayout::kKN},
+                        {420, 4096, 14336, 1, BLayout::kKN, DType::kFP32, 2.0f, 0.5f},
+                        {700, 8192, 4096, 1, BLayout::kNK, DType::kFP32, 1.0f, -1.0f}};
+  for (const Case& cs : cases) {
+    EXPECT_LE(Compare(cs), Tolerance(cs.dtype))
+        << Name(cs) << ": " << sm90::LastLaunchDescription();
+    GTEST_LOG_(INFO) << Name(cs) << ": " << sm90::LastLaunchDescription();
   }
 }
 
@@ -489,7 +548,7 @@ TEST(Sm90Dispatch, UnalignedPitchFallsBack) {
 TEST(Sm90Dispatch, UnqualifiedVariantsAreRefusedOrServedThroughCublasLt) {
   if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
   const std::vector<std::string> names = NativeVariantNames(KernelKind::kSm90);
-  ASSERT_EQ(names.size(), 6u);
+  ASSERT_EQ(names.size(), 13u);  // 5 tiles, the small-M kernel, 7 swap-AB widths
   for (const Case& cs : {Case{8, 512, 256, 1, BLayout::kKN, DType::kBF16},       // small-M
                          Case{256, 512, 384, 1, BLayout::kNK, DType::kBF16}}) {  // a WGMMA tile
     SCOPED_TRACE(Name(cs));

@@ -29,7 +29,7 @@ TEST(HeuristicsSm90, SharedMemoryFitsTheDevice) {
 TEST(HeuristicsSm90, LargeSquareUsesWideTiles) {
   ShapeQuery q;
   q.m = q.n = q.k = 8192;
-  const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 256);
   EXPECT_EQ(cfg.cluster_m, 2);
   EXPECT_EQ(cfg.stages, 4);
@@ -38,7 +38,7 @@ TEST(HeuristicsSm90, LargeSquareUsesWideTiles) {
 TEST(HeuristicsSm90, SingleRowOfTilesAvoidsClusters) {
   ShapeQuery q;
   q.m = 100, q.n = 8192, q.k = 8192;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
 }
 
 TEST(HeuristicsSm90, OneWaveOfTilesAvoidsClusters) {
@@ -47,17 +47,17 @@ TEST(HeuristicsSm90, OneWaveOfTilesAvoidsClusters) {
   // multicast pair.
   ShapeQuery q;
   q.m = q.n = q.k = 2048;
-  TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 256);
   EXPECT_EQ(cfg.cluster_m, 1);
   q.m = q.n = q.k = 8192;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 2);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).cluster_m, 2);
   q.m = 512, q.n = 8192, q.k = 28672;
-  cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 256);
   EXPECT_EQ(cfg.cluster_m, 2);
   q.k = 8192;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).cluster_m, 1);
 }
 
 TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
@@ -67,7 +67,7 @@ TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
     for (int64_t n : {8192, 28672}) {
       ShapeQuery q;
       q.m = m, q.n = n, q.k = 8192;
-      const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+      const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
       EXPECT_EQ(cfg.block_m, 64) << m;
       EXPECT_EQ(cfg.block_n, n == 8192 ? 128 : 256) << m << " " << n;
       EXPECT_EQ(cfg.cluster_m, 1) << m;
@@ -77,7 +77,7 @@ TEST(HeuristicsSm90, DecodeRowsGetTheWidestTile) {
   // Groups keep the general choice.
   ShapeQuery g;
   g.m = 64, g.n = 8192, g.k = 8192, g.tiles_hint = 64;
-  EXPECT_EQ(ChooseConfig(g, kH100Sms, kSmemOptin).block_n, 128);
+  EXPECT_EQ(ChoosePlainConfig(g, kH100Sms, kSmemOptin).block_n, 128);
 }
 
 TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
@@ -85,30 +85,33 @@ TEST(HeuristicsSm90, DecodeTilesUseAShallowPipeline) {
   // (64 tiles on 132 SMs), the deepest that fits (8) otherwise (128 tiles).
   ShapeQuery q;
   q.m = 33, q.n = 8192, q.k = 8192;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 6);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, 6);
   q.b_kn = true;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 5);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, 5);
   q.k = 960;  // 15 K blocks: too short to split, so the deepest pipeline
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages,
+            MaxStages(64, 128, false, kSmemOptin));
   q.k = 8192;
   q.n = 16384;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, MaxStages(64, 128, false, kSmemOptin));
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages,
+            MaxStages(64, 128, false, kSmemOptin));
   q.b_kn = false;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).stages, 6);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).stages, 6);
   // One row of 128x128 tiles: 5 stages for B [K,N], the deepest that fits (6) for B [N,K].
   ShapeQuery row;
   row.m = 96, row.n = 8192, row.k = 8192, row.b_kn = true;
-  const TileConfig narrow = ChooseConfig(row, kH100Sms, kSmemOptin);
+  const TileConfig narrow = ChoosePlainConfig(row, kH100Sms, kSmemOptin);
   ASSERT_EQ(narrow.block_m * narrow.block_n, 128 * 128);
   EXPECT_EQ(narrow.stages, 5);
   row.b_kn = false;
-  EXPECT_EQ(ChooseConfig(row, kH100Sms, kSmemOptin).stages, MaxStages(128, 128, false, kSmemOptin));
+  EXPECT_EQ(ChoosePlainConfig(row, kH100Sms, kSmemOptin).stages,
+            MaxStages(128, 128, false, kSmemOptin));
   row.m = 1024, row.b_kn = true;  // more rows of tiles: the deepest pipeline
-  const TileConfig many = ChooseConfig(row, kH100Sms, kSmemOptin);
+  const TileConfig many = ChoosePlainConfig(row, kH100Sms, kSmemOptin);
   EXPECT_EQ(many.stages, MaxStages(many.block_m, many.block_n, false, kSmemOptin));
   // 64x256 tiles keep the deepest pipeline.
   q.n = 28672;
-  const TileConfig wide = ChooseConfig(q, kH100Sms, kSmemOptin);
+  const TileConfig wide = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(wide.block_n, 256);
   EXPECT_EQ(wide.stages, MaxStages(64, 256, false, kSmemOptin));
 }
@@ -175,7 +178,7 @@ TEST(HeuristicsSm90, NarrowTilesWhenWideOnesLeaveSmsIdle) {
   // 1024 x 1024: 8 x 4 = 32 wide tiles (a quarter of the SMs) vs 64 narrow ones.
   ShapeQuery q;
   q.m = 1024, q.n = 1024, q.k = 8192;
-  const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+  const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
   EXPECT_EQ(cfg.block_m * cfg.block_n, 128 * 128);
 }
 
@@ -185,7 +188,7 @@ TEST(HeuristicsSm90, TwoRowTilesUseWideClustersSplitAlongK) {
   for (int64_t m : {129, 144, 160, 256}) {
     ShapeQuery q;
     q.m = m, q.n = 8192, q.k = 8192;
-    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+    const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
     EXPECT_EQ(cfg.block_m, 128) << m;
     EXPECT_EQ(cfg.block_n, 256) << m;
     EXPECT_EQ(cfg.cluster_m, 2) << m;
@@ -193,7 +196,7 @@ TEST(HeuristicsSm90, TwoRowTilesUseWideClustersSplitAlongK) {
   // One row of tiles keeps 128x128 (measured faster there: 44-45 us vs 47-50).
   ShapeQuery one;
   one.m = 128, one.n = 8192, one.k = 8192;
-  EXPECT_EQ(ChooseConfig(one, kH100Sms, kSmemOptin).block_n, 128);
+  EXPECT_EQ(ChoosePlainConfig(one, kH100Sms, kSmemOptin).block_n, 128);
 }
 
 // The weight shapes (N, K) of the m_sweep set the coalesced-batch bands were measured on.
@@ -207,7 +210,7 @@ void ExpectWideTiles(int64_t m, int64_t n, int64_t k, int cluster) {
     SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k << (b_kn ? " kn" : " nk"));
     ShapeQuery q;
     q.m = m, q.n = n, q.k = k, q.b_kn = b_kn;
-    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+    const TileConfig cfg = ChoosePlainConfig(q, kH100Sms, kSmemOptin);
     EXPECT_EQ(cfg.block_m, 128);
     EXPECT_EQ(cfg.block_n, 256);
     EXPECT_EQ(cfg.cluster_m, cluster);
@@ -253,6 +256,52 @@ TEST(HeuristicsSm90, CoalescedBatchBandsStayWithinTheirMeasurement) {
   EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
   q.m = 320, q.batch = 2;  // batches keep the model
   EXPECT_EQ(MatchShapeRule(ShapeRules(), q, kH100Sms), nullptr);
+}
+
+// The swap-AB bands: M cut into equal tiles of the narrowest compiled width that holds them.
+TEST(HeuristicsSm90, SwapTilesFitTheRowsOfCoalescedBatches) {
+  ShapeQuery q;
+  q.n = 8192, q.k = 8192;
+  const struct {
+    int64_t m;
+    int width, cluster;
+  } want[] = {{129, 144, 1}, {160, 160, 1}, {208, 208, 1}, {240, 240, 1}, {257, 144, 1},
+              {272, 144, 1}, {320, 160, 1}, {384, 192, 1}, {448, 224, 1}, {480, 240, 1},
+              {513, 144, 2}, {640, 160, 2}, {768, 192, 2}};
+  for (const auto& w : want) {
+    SCOPED_TRACE(testing::Message() << "M " << w.m);
+    q.m = w.m;
+    const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+    ASSERT_TRUE(cfg.swap_ab);
+    EXPECT_EQ(cfg.block_m, 128);
+    EXPECT_EQ(cfg.block_n, w.width);
+    EXPECT_EQ(cfg.cluster_m, w.cluster);
+    EXPECT_GE(TileVariant(cfg.block_m, cfg.block_n, true), kFirstSwapVariant);
+    EXPECT_EQ(cfg.stages, MaxStages(128, w.width, false, kSmemOptin));
+    EXPECT_LE(SharedMemoryBytes(cfg, true), kSmemOptin);
+  }
+}
+
+TEST(HeuristicsSm90, SwapTilesOnlyWhereTheyApply) {
+  ShapeQuery q;
+  q.n = 8192, q.k = 8192;
+  for (int64_t m : {1, 64, 128, 241, 256, 481, 512, 769, 1024, 4096}) {
+    q.m = m;
+    EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab) << "M " << m;
+  }
+  q.m = 272;
+  q.b_kn = true;  // both layouts
+  EXPECT_TRUE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.b_kn = false, q.k = 2048;  // K below the measured 4096
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.k = 8192, q.batch = 2;  // batches keep the plain tiles
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.batch = 1, q.tiles_hint = 100;  // groups never swap
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.tiles_hint = 0, q.m = 640, q.n = 28672;  // four M tiles fill 6.8 waves: plain tiles
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.n = 14336;  // 3.4 waves
+  EXPECT_TRUE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
 }
 
 TEST(HeuristicsSm90, ShapeRulesNameCompiledLaunches) {
@@ -319,7 +368,7 @@ TEST(HeuristicsSm90, TileCount) {
 TEST(HeuristicsSm90, GroupsCanExcludeTallTiles) {
   ShapeQuery q;
   q.m = 4096, q.n = 4096, q.k = 4096, q.allow_tall_tiles = false;
-  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).block_m, 128);
+  EXPECT_EQ(ChoosePlainConfig(q, kH100Sms, kSmemOptin).block_m, 128);
 }
 
 TEST(HeuristicsSm90, L2PromotionFollowsTheDramPeak) {

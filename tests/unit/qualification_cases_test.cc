@@ -55,9 +55,12 @@ TEST(QualificationCasesTest, Sm100CasesCoverTheFeatureMatrix) {
 
 TEST(QualificationCasesTest, Sm90CasesRunEveryCompiledVariantInBothLayoutsAndDtypes) {
   const std::vector<std::string> names = NativeVariantNames(KernelKind::kSm90);
-  ASSERT_EQ(names.size(), 6u);  // five WGMMA tiles and the small-M kernel
-  EXPECT_EQ(names.back(), "sm90.small_m");
-  EXPECT_EQ(AllVariants(KernelKind::kSm90), 0x3Fu);
+  // Five WGMMA tiles, the small-M kernel and 7 swap-AB widths.
+  ASSERT_EQ(names.size(), 13u);
+  EXPECT_EQ(names[5], "sm90.small_m");
+  EXPECT_EQ(names[6], "sm90.wgmma_swap_128x144");
+  EXPECT_EQ(names.back(), "sm90.wgmma_swap_128x240");
+  EXPECT_EQ(AllVariants(KernelKind::kSm90), (1u << 13) - 1);
   for (int sms : {132, 114}) {  // H100/H200 SXM, H100 PCIe
     SCOPED_TRACE(sms);
     std::set<int> seen;
@@ -73,8 +76,12 @@ TEST(QualificationCasesTest, Sm90CasesRunEveryCompiledVariantInBothLayoutsAndDty
       batched |= c.batch > 1;
       beta |= p.beta != 0.0f;
     }
-    EXPECT_EQ(seen.size(), 6u);
+    EXPECT_EQ(seen.size(), 13u);
     for (int v = 0; v < 5; ++v) {
+      EXPECT_TRUE(combos.contains({v, BLayout::kKN, DType::kBF16})) << names[v];
+      EXPECT_TRUE(combos.contains({v, BLayout::kNK, DType::kFP32})) << names[v];
+    }
+    for (int v = 6; v < 13; ++v) {  // swap-AB
       EXPECT_TRUE(combos.contains({v, BLayout::kKN, DType::kBF16})) << names[v];
       EXPECT_TRUE(combos.contains({v, BLayout::kNK, DType::kFP32})) << names[v];
     }

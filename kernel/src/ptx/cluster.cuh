@@ -71,4 +71,13 @@ __device__ __forceinline__ void StMatrixX4(uint32_t smem, uint32_t r0, uint32_t 
                : "memory");
 }
 
+// stmatrix .trans: as StMatrixX4, but each matrix is stored transposed (the row address of lane
+// i receives column i%8 of matrix i/8).
+__device__ __forceinline__ void StMatrixX4Trans(uint32_t smem, uint32_t r0, uint32_t r1,
+                                                uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(smem),
+               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
+
 }  // namespace gemm::kernel::ptx

@@ -51,7 +51,8 @@ absl::StatusOr<PFN_cuTensorMapEncodeTiled_v12000> EncodeFn() {
 }
 
 // 3D tiled tensor map {d0 (contiguous), d1, d2} with row pitch `pitch1` and batch pitch
-// `pitch2` in bytes, box {box0, box1, 1}, 128-byte swizzle, out-of-bounds elements read as 0.
+// `pitch2` in bytes, box {box0, box1, 1}, 128-byte swizzle (or `swizzle`), out-of-bounds
+// elements read as 0.
 // L2 promotion of the operand maps: the device's (L2PromotionBytes); the tuning hook can change it
 // (debug_flags bits 16 / 32 / 512: none / 256 B / 128 B).
 thread_local CUtensorMapL2promotion t_promotion = CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
@@ -61,14 +62,14 @@ thread_local bool t_whole_a_boxes = false;
 
 absl::Status Encode3d(CUtensorMap* map, CUtensorMapDataType type, const void* ptr, uint64_t d0,
                       uint64_t d1, uint64_t d2, uint64_t pitch1, uint64_t pitch2, uint32_t box0,
-                      uint32_t box1) {
+                      uint32_t box1, CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   GEMM_ASSIGN_OR_RETURN(const PFN_cuTensorMapEncodeTiled_v12000 encode, EncodeFn());
   const cuuint64_t dims[3] = {d0, d1, d2};
   const cuuint64_t strides[2] = {pitch1, pitch2};
   const cuuint32_t box[3] = {box0, box1, 1};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   return CuStatus(encode(map, type, 3, const_cast<void*>(ptr), dims, strides, box, elem_strides,
-                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, t_promotion,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, t_promotion,
                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
                   "cuTensorMapEncodeTiled");
 }
@@ -98,11 +99,15 @@ TileConfig ApplyOverride(TileConfig cfg, const DeviceLimits& limits, int* debug_
   if (g_override.block_m > 0) cfg.block_m = g_override.block_m;
   if (g_override.block_n > 0) cfg.block_n = g_override.block_n;
   // A forced tile without forced stages gets the deepest pipeline that fits (set by the caller).
-  if (g_override.block_m > 0 || g_override.block_n > 0) cfg.stages = 0;
+  if (g_override.block_m > 0 || g_override.block_n > 0) {
+    cfg.stages = 0;
+    cfg.swap_ab = g_override.swap_ab > 0;  // a forced tile is a plain one unless swap is forced
+  }
   if (g_override.stages > 0) cfg.stages = g_override.stages;
   if (g_override.cluster_m > 0) cfg.cluster_m = g_override.cluster_m;
   if (g_override.group_m > 0) cfg.group_m = g_override.group_m;
   if (g_override.tail_splits > 0) cfg.tail_splits = g_override.tail_splits;
+  if (g_override.swap_ab != 0) cfg.swap_ab = g_override.swap_ab > 0;
   *debug_flags = g_override.debug_flags;
   t_promotion = (*debug_flags & 16)    ? CU_TENSOR_MAP_L2_PROMOTION_NONE
                 : (*debug_flags & 32)  ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
@@ -111,6 +116,13 @@ TileConfig ApplyOverride(TileConfig cfg, const DeviceLimits& limits, int* debug_
   t_whole_a_boxes = (*debug_flags & 256) != 0;
   *debug_flags &= 0xf | kDebugExitEarly;  // 16/32/256/512: host-side only
   return cfg;
+}
+
+// The tuning override's swap_ab (0 without an override).
+int OverrideSwap() {
+  if (!g_have_override.load(std::memory_order_relaxed)) return 0;
+  std::lock_guard<std::mutex> lock(g_override_mu);
+  return g_override.swap_ab;
 }
 
 absl::StatusOr<DeviceLimits> Limits() {
@@ -160,20 +172,64 @@ bool StrideOk(int64_t batch, int64_t stride, std::size_t elem) {
   return bytes > 0 && bytes % 16 == 0 && bytes < kMaxTmaStride;
 }
 
-// Fills `out` (all but tile_begin) for `batch` entries of `p`. A group member (`in_group`) whose
-// M is below one A box gets an A box of M rows (ProblemParams::a_short): TMA's zero-fill of the
-// rows past M was slow.
-absl::Status BuildProblem(const Problem& p, int64_t batch, int64_t sa, int64_t sb, int64_t sc,
+// `p` as the swap-AB kernel sees it: B is its A (rows N; [N,K] K-major or [K,N] MN-major, which
+// the caller tells apart by p.b_layout), A [M,K] its B (rows M, K-major); C and D keep their own
+// layout (the kernel reads and writes them transposed).
+Problem SwappedView(const Problem& p) {
+  Problem s = p;
+  s.m = p.n, s.n = p.m;
+  s.a = p.b, s.lda = p.ldb;
+  s.b = p.a, s.ldb = p.lda;
+  s.b_layout = BLayout::kNK;
+  return s;
+}
+
+// Whether the kernel's A is MN-major in memory: swap-AB tiles over B [K,N].
+bool AMnMajor(const Problem& user, const TileConfig& cfg) {
+  return cfg.swap_ab && user.b_layout == BLayout::kKN;
+}
+
+// The problem the kernel runs for `p` under `cfg`.
+Problem KernelView(const Problem& p, const TileConfig& cfg) {
+  return cfg.swap_ab ? SwappedView(p) : p;
+}
+
+// The D tensor map of `p` (the caller's problem): {N, M, batch} with a box of one consumer warp's
+// 16 rows of 128 bytes and 128-byte swizzle, or for swap-AB tiles 16 x 16 without swizzle.
+absl::Status EncodeD(const Problem& p, int64_t batch, int64_t sd, bool swap_ab, CUtensorMap* map) {
+  const std::size_t dsz = DTypeSize(p.d_dtype);
+  const CUtensorMapDataType type = p.d_dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  const uint64_t pitch2 = BatchPitch(batch, sd, p.m, p.ldd, dsz);
+  if (swap_ab) {
+    return Encode3d(map, type, p.d, p.n, p.m, batch, p.ldd * dsz, pitch2, 16, 16,
+                    CU_TENSOR_MAP_SWIZZLE_NONE);
+  }
+  return Encode3d(map, type, p.d, p.n, p.m, batch, p.ldd * dsz, pitch2,
+                  static_cast<uint32_t>(128 / dsz), 16);
+}
+
+// Fills `out` (all but tile_begin) for `batch` entries of `user` (the caller's problem; the
+// kernel runs KernelView(user, cfg), with the strides of its A and B swapped to match). A group
+// member (`in_group`) whose M is below one A box gets an A box of M rows
+// (ProblemParams::a_short): TMA's zero-fill of the rows past M was slow.
+absl::Status BuildProblem(const Problem& user, int64_t batch, int64_t sa, int64_t sb, int64_t sc,
                           int64_t sd, const TileConfig& cfg, bool in_group, CUtensorMap* tma,
                           ProblemParams* out) {
-  const std::size_t dsz = DTypeSize(p.d_dtype);
+  const Problem p = KernelView(user, cfg);
+  if (cfg.swap_ab) std::swap(sa, sb);
   const bool kn = p.b_layout == BLayout::kKN;
   const int64_t a_box = std::min(cfg.block_m, 128);
   const bool a_short = in_group && p.m < a_box && !t_whole_a_boxes;
   out->a_short = a_short ? 1 : 0;
-  GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaA], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.k, p.m, batch,
-                                p.lda * 2, BatchPitch(batch, sa, p.m, p.lda, 2), 64,
-                                static_cast<uint32_t>(a_short ? p.m : a_box)));  // rows per A box
+  if (AMnMajor(user, cfg)) {  // B [K,N] as the kernel's A: 64-column boxes of 64 K rows
+    GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaA], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.m, p.k,
+                                  batch, p.lda * 2, BatchPitch(batch, sa, p.k, p.lda, 2), 64, 64));
+  } else {
+    GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaA], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.a, p.k, p.m,
+                                  batch, p.lda * 2, BatchPitch(batch, sa, p.m, p.lda, 2), 64,
+                                  static_cast<uint32_t>(a_short ? p.m : a_box)));  // rows per box
+  }
   const int64_t b_rows = kn ? p.k : p.n;
   if (kn) {
     GEMM_RETURN_IF_ERROR(Encode3d(&tma[kTmaB], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, p.b, p.n, p.k,
@@ -184,12 +240,7 @@ absl::Status BuildProblem(const Problem& p, int64_t batch, int64_t sa, int64_t s
                                   batch, p.ldb * 2, BatchPitch(batch, sb, b_rows, p.ldb, 2), 64,
                                   cfg.block_n / cfg.cluster_m));
   }
-  GEMM_RETURN_IF_ERROR(
-      Encode3d(&tma[kTmaD],
-               p.d_dtype == DType::kBF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                         : CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-               p.d, p.n, p.m, batch, p.ldd * dsz, BatchPitch(batch, sd, p.m, p.ldd, dsz),
-               static_cast<uint32_t>(128 / dsz), 16));  // one consumer warp's 16 rows
+  GEMM_RETURN_IF_ERROR(EncodeD(user, batch, sd, cfg.swap_ab, &tma[kTmaD]));
   const bool use_c = p.beta != 0.0f;
   out->c = use_c ? p.c : nullptr;
   out->ldc = use_c ? p.ldc : 0;
@@ -219,15 +270,42 @@ absl::Status BuildATail(const Problem& p, int64_t batch, int64_t sa, const TileC
   return absl::OkStatus();
 }
 
+// Launches the swap-AB instantiation of `cfg` (block_n one of kSwapWidths) for the output dtype
+// and B layout.
+cudaError_t LaunchSwapFor(KernelParams<1>& params, const TileConfig& cfg, bool f32, bool kn,
+                          int sm_count, cudaStream_t stream, const SplitWorkspace& ws, int* grid,
+                          int* splits) {
+  cudaError_t err = cudaErrorInvalidConfiguration;
+#define GEMM_SM90_SWAP_ONE(BN, F32, KN)                                                      \
+  if (cfg.block_n == BN && f32 == F32 && kn == KN) {                                         \
+    err = LaunchSm90<128, BN, F32, KN, 1, true>(params, sm_count, stream, grid, ws, splits); \
+  }
+#define GEMM_SM90_SWAP_CASE(BN)        \
+  GEMM_SM90_SWAP_ONE(BN, false, false) \
+  GEMM_SM90_SWAP_ONE(BN, true, false)  \
+  GEMM_SM90_SWAP_ONE(BN, false, true)  \
+  GEMM_SM90_SWAP_ONE(BN, true, true)
+  GEMM_SM90_SWAP_CASE(144)
+  GEMM_SM90_SWAP_CASE(160)
+  GEMM_SM90_SWAP_CASE(176)
+  GEMM_SM90_SWAP_CASE(192)
+  GEMM_SM90_SWAP_CASE(208)
+  GEMM_SM90_SWAP_CASE(224)
+  GEMM_SM90_SWAP_CASE(240)
+#undef GEMM_SM90_SWAP_CASE
+#undef GEMM_SM90_SWAP_ONE
+  return err;
+}
+
 template <int P>
 cudaError_t LaunchFor(KernelParams<P>& params, const TileConfig& cfg, DType d, BLayout layout,
                       int sm_count, cudaStream_t stream, const SplitWorkspace& ws = {}) {
   const bool f32 = d == DType::kFP32, kn = layout == BLayout::kKN;
   int grid = 0, splits = 1;
   cudaError_t err = cudaErrorInvalidConfiguration;
-#define GEMM_SM90_CASE(BM, BN, F32, KN)                                                 \
-  if (cfg.block_m == BM && cfg.block_n == BN && f32 == F32 && kn == KN) {               \
-    err = LaunchSm90<BM, BN, F32, KN, P>(params, sm_count, stream, &grid, ws, &splits); \
+#define GEMM_SM90_CASE(BM, BN, F32, KN)                                                   \
+  if (!cfg.swap_ab && cfg.block_m == BM && cfg.block_n == BN && f32 == F32 && kn == KN) { \
+    err = LaunchSm90<BM, BN, F32, KN, P>(params, sm_count, stream, &grid, ws, &splits);   \
   }
   GEMM_SM90_CASE(128, 256, false, false)
   GEMM_SM90_CASE(128, 256, false, true)
@@ -250,9 +328,14 @@ cudaError_t LaunchFor(KernelParams<P>& params, const TileConfig& cfg, DType d, B
   GEMM_SM90_CASE(64, 128, true, false)
   GEMM_SM90_CASE(64, 128, true, true)
 #undef GEMM_SM90_CASE
-  t_last_launch = absl::StrCat("tile=", cfg.block_m, "x", cfg.block_n, " stages=", cfg.stages,
-                               " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m,
-                               " grid=", grid, splits > 1 ? absl::StrCat(" split_k=", splits) : "");
+  if constexpr (P == 1) {
+    if (cfg.swap_ab)
+      err = LaunchSwapFor(params, cfg, f32, kn, sm_count, stream, ws, &grid, &splits);
+  }
+  t_last_launch =
+      absl::StrCat(cfg.swap_ab ? "swap_ab " : "", "tile=", cfg.block_m, "x", cfg.block_n,
+                   " stages=", cfg.stages, " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m,
+                   " grid=", grid, splits > 1 ? absl::StrCat(" split_k=", splits) : "");
   return err;
 }
 
@@ -280,8 +363,10 @@ void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, Kernel
 
 // Shared-memory sanity of an overridden configuration.
 bool ConfigFits(const TileConfig& cfg, bool f32, int smem_optin) {
-  return IsSm90Tile(cfg.block_m, cfg.block_n) && (cfg.cluster_m == 1 || cfg.cluster_m == 2) &&
-         cfg.stages >= 2 && SharedMemoryBytes(cfg, f32) <= smem_optin;
+  const bool tile =
+      cfg.swap_ab ? IsSm90SwapTile(cfg.block_m, cfg.block_n) : IsSm90Tile(cfg.block_m, cfg.block_n);
+  return tile && (cfg.cluster_m == 1 || cfg.cluster_m == 2) && cfg.stages >= 2 &&
+         SharedMemoryBytes(cfg, f32) <= smem_optin;
 }
 
 }  // namespace
@@ -335,8 +420,10 @@ absl::StatusOr<TileConfig> ConfigFor(const StridedBatch& args, const DeviceLimit
   ShapeQuery q;
   q.m = p.m, q.n = p.n, q.k = p.k, q.batch = args.batch, q.fp32_out = p.d_dtype == DType::kFP32;
   q.b_kn = p.b_layout == BLayout::kKN;
-  TileConfig cfg =
-      ApplyOverride(ChooseConfig(q, limits.sm_count, limits.smem_optin), limits, debug_flags);
+  const TileConfig chosen = OverrideSwap() < 0
+                                ? ChoosePlainConfig(q, limits.sm_count, limits.smem_optin)
+                                : ChooseConfig(q, limits.sm_count, limits.smem_optin);
+  TileConfig cfg = ApplyOverride(chosen, limits, debug_flags);
   if (cfg.stages <= 0) {
     cfg.stages = MaxStages(cfg.block_m, cfg.block_n, q.fp32_out, limits.smem_optin);
   }
@@ -369,14 +456,16 @@ absl::StatusOr<TileConfig> GroupConfigFor(std::span<const Problem> chunk,
                                                    limits.sm_count, limits.smem_optin),
                                  limits, debug_flags);
   if (cfg.stages <= 0) cfg.stages = MaxStages(cfg.block_m, cfg.block_n, f32, limits.smem_optin);
+  cfg.swap_ab = false;  // grouped launches have no swap-AB instantiation
   if (!ConfigFits(cfg, f32, limits.smem_optin)) {
     return absl::InvalidArgumentError("sm90: tuning override does not fit");
   }
   return cfg;
 }
 
-// Cluster tiles of `p` under `cfg`, per batch entry.
-int64_t ClusterTiles(const Problem& p, const TileConfig& cfg) {
+// Cluster tiles of `user` under `cfg`, per batch entry.
+int64_t ClusterTiles(const Problem& user, const TileConfig& cfg) {
+  const Problem p = KernelView(user, cfg);
   const int64_t cluster_rows = int64_t{cfg.block_m} * cfg.cluster_m;
   return (p.m + cluster_rows - 1) / cluster_rows * ((p.n + cfg.block_n - 1) / cfg.block_n);
 }
@@ -438,7 +527,7 @@ namespace {
 // UNIMPLEMENTED (the automatic dispatch then serves through cuBLASLt) when `cfg`'s compiled
 // variant is not in `usable_variants`.
 absl::Status CheckQualified(const TileConfig& cfg, uint64_t usable_variants) {
-  const int v = TileVariant(cfg.block_m, cfg.block_n);
+  const int v = TileVariant(cfg.block_m, cfg.block_n, cfg.swap_ab);
   if (VariantAllowed(usable_variants, v)) return absl::OkStatus();
   return absl::UnimplementedError(absl::StrCat("sm90: variant ", v < 0 ? "unknown" : VariantName(v),
                                                " is not qualified on this device"));
@@ -458,7 +547,10 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
                                     args.stride_d, cfg, false, &params.tma[0],
                                     &params.problems[0]));
   FinishParams(cfg, 1, std::max<int64_t>(args.batch, 1), &params);
-  GEMM_RETURN_IF_ERROR(BuildATail(p, args.batch, args.stride_a, cfg, &params));
+  if (!AMnMajor(p, cfg)) {  // an MN-major A loads whole column boxes
+    GEMM_RETURN_IF_ERROR(BuildATail(KernelView(p, cfg), args.batch,
+                                    cfg.swap_ab ? args.stride_b : args.stride_a, cfg, &params));
+  }
   if (params.total_tiles >= kMaxTiles) {
     return absl::InvalidArgumentError(
         absl::StrCat("sm90: ", params.total_tiles, " tiles in one launch (at most 2^31 - 1)"));

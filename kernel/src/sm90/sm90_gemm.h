@@ -35,6 +35,8 @@ struct TuningOverride {
   int debug_flags = 0;
   int block_m = 0;
   int tail_splits = 0;  // K pieces per tile of the last partial wave (TileConfig::tail_splits)
+  int swap_ab = 0;      // 1: swap-AB tiles (TileConfig::swap_ab), -1: never, 0: as
+                        // chosen
 };
 void SetTuningOverride(const TuningOverride& o);
 void ClearTuningOverride();

@@ -24,6 +24,10 @@
 // more than one A box), so any M, N, K >= 1 works. Single-problem launches load no A rows past M
 // (KernelParams::tma_a_tail), nor do group members below one A box (ProblemParams::a_short):
 // the zero-fill of those rows was slow.
+// Swap-AB (kSwap, TileConfig::swap_ab): the host passes B as the kernel's A and A [M,K] as its B,
+// so the tile is 128 rows of N by BN (144-240) rows of M and the epilogue stores the accumulators
+// transposed (sm90_swap_epilogue.cuh); C is read transposed too. B [K,N] is then an MN-major A
+// (loaded in 64-column boxes, read with wgmma's A-transpose bit).
 // Tail split-K (sm90_split.h): units of the last wave may cover a K range of a tile; non-owner
 // units store FP32 partials to the workspace and publish a flag (release), the owner waits for
 // the flags (acquire), adds the partials into its accumulators and runs the epilogue.
@@ -42,6 +46,7 @@
 #include "scheduler.h"
 #include "sm90/sm90_params.h"
 #include "sm90/sm90_split.h"
+#include "sm90/sm90_swap_epilogue.cuh"
 
 namespace gemm::kernel::sm90 {
 
@@ -56,12 +61,17 @@ constexpr int SmemBytes(int block_m, int block_n, int stages) {
          2 * stages * 8 + kUnitRecordBytes;
 }
 
-template <int BM, int BN, bool kF32Out, bool kBKN, int P>
+template <int BM, int BN, bool kF32Out, bool kBKN, int P, bool kSwap = false>
 __global__ void __launch_bounds__(kThreads, 1)
     Sm90GemmKernel(const __grid_constant__ KernelParams<P> params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace gemm::kernel::ptx;
-  static_assert(IsSm90Tile(BM, BN), "not one of the kernel's tiles (sm90_params.h)");
+  static_assert(kSwap ? IsSm90SwapTile(BM, BN) && P == 1 : IsSm90Tile(BM, BN),
+                "not one of the kernel's tiles (sm90_tiles.h)");
+  // Which operand is MN-major in shared memory: B [K,N] is the kernel's B, or with swap-AB its A
+  // (then loaded as 64-column boxes like B's, and read by wgmma with the A-transpose bit).
+  constexpr bool kAMN = kSwap && kBKN;
+  constexpr bool kBMN = kBKN && !kSwap;
   constexpr bool kSplitN = BM == 64;              // warpgroups split the columns, not rows
   constexpr int kWgRows = kSplitN ? 64 : BM / 2;  // rows per consumer warpgroup
   constexpr int kWgCols = kSplitN ? BN / 2 : BN;  // columns per consumer warpgroup
@@ -125,8 +135,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto issue_loads = [&](const CUtensorMap* tma_a, const CUtensorMap* tma_b, int32_t batch, int m0,
                          int n0, int kb, int stage, bool multicast, bool clip, int m) {
     const uint32_t full = full_bar(stage);
+    if constexpr (kAMN) {
+      // A [K, rows] (swap-AB over B [K,N]): two 64-column (128-byte) boxes of 64 K rows.
 #pragma unroll
-    for (int r = 0; r < (BM + 127) / 128; ++r) {  // boxes of min(BM, 128) rows of A
+      for (int j = 0; j < BM / 64; ++j) {
+        TmaLoad3d(tma_a, s_a + stage * kABytes + j * 64 * 128, full, m0 + j * 64, kb * kBlockK,
+                  batch);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < (kAMN ? 0 : (BM + 127) / 128); ++r) {  // boxes of min(BM, 128) A rows
       const int row0 = m0 + r * 128;
       const CUtensorMap* map = tma_a;
       if (clip) {
@@ -142,7 +160,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const uint32_t b_dst = s_b + stage * kBBytes;
     const uint16_t mask = static_cast<uint16_t>((1u << cs) - 1);
-    if constexpr (kBKN) {
+    if constexpr (kBMN) {
       // B [K,N]: 64-column (128-byte) boxes of 64 K rows, one 8 KB block each.
       // NOTE: fixed trip counts (cs is 1 or 2): a loop bounded by a runtime division cost the
       // producer ~25 instructions per k-block, and with runtime bounds the 40-register producer
@@ -314,10 +332,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     // worth ~3% of the kernel's time with warpgroup-wide staging).
     const uint32_t stg0 = s_epi + (wgi * 4 + warp) * 2 * kEpiBufBytes;
     // Slot-0 descriptors of this warpgroup's A rows / B columns (128 bytes of K per row in either
-    // layout); B N-major: 64-column chunks 8 KB apart.
-    const uint64_t desc_a0 = MakeSmemDescSw128(s_a + (kSplitN ? 0 : wgi * kWgRows * 128), 16, 1024);
+    // layout); MN-major: 64-column chunks 8 KB apart (a warpgroup's 64 A rows are one chunk, at
+    // the same offset as its 64 K-major rows).
+    const uint64_t desc_a0 =
+        MakeSmemDescSw128(s_a + (kSplitN ? 0 : wgi * kWgRows * 128), kAMN ? 64 * 128 : 16, 1024);
     const uint64_t desc_b0 =
-        MakeSmemDescSw128(s_b + (kSplitN ? wgi * kWgCols * 128 : 0), kBKN ? 64 * 128 : 16, 1024);
+        MakeSmemDescSw128(s_b + (kSplitN ? wgi * kWgCols * 128 : 0), kBMN ? 64 * 128 : 16, 1024);
 
     // A wgmma is one warpgroup operation: once this warp's wait_group has seen it retire, no warp
     // of the warpgroup reads its slot any more, so one thread per warpgroup and destination CTA
@@ -353,20 +373,23 @@ __global__ void __launch_bounds__(kThreads, 1)
         // 4096^3): 29.8 M -> 22.9 M instructions, tensor pipe 84.4% -> 86.6% active.
         const uint32_t da_s = static_cast<uint32_t>(desc_a0) + stage * (kABytes >> 4);
         const uint32_t db_s = static_cast<uint32_t>(desc_b0) + stage * (kBBytes >> 4);
-        constexpr uint64_t kHiA = MakeSmemDescSw128(0, 16, 1024) & 0xffffffff00000000ull;
+        constexpr uint64_t kHiA =
+            MakeSmemDescSw128(0, kAMN ? 64 * 128 : 16, 1024) & 0xffffffff00000000ull;
         constexpr uint64_t kHiB =
-            MakeSmemDescSw128(0, kBKN ? 64 * 128 : 16, 1024) & 0xffffffff00000000ull;
+            MakeSmemDescSw128(0, kBMN ? 64 * 128 : 16, 1024) & 0xffffffff00000000ull;
 #pragma unroll
         for (int ks = 0; ks < kBlockK / 16; ++ks) {
           // B: K-major like A (32 bytes per 16 K), or N-major: 16 K rows = two 8-row groups of
           // 1024 bytes.
-          const uint64_t db = kHiB | (db_s + (kBKN ? ks * (2048 >> 4) : ks * (32 >> 4)));
+          const uint64_t db = kHiB | (db_s + (kBMN ? ks * (2048 >> 4) : ks * (32 >> 4)));
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
-            // A: K-major, 16 K elements = 32 bytes inside the swizzle atom.
-            const uint64_t da = kHiA | (da_s + h * ((64 * 128) >> 4) + ks * (32 >> 4));
-            WgmmaBf16<kWgCols, kBKN ? 1 : 0>::Mma(acc[h], da, db,
-                                                  (kb != kb_begin || ks != 0) ? 1u : 0u);
+            // A: K-major, 16 K elements = 32 bytes inside the swizzle atom; MN-major (one m64
+            // half only), 16 K rows like B's.
+            const uint64_t da =
+                kHiA | (da_s + h * ((64 * 128) >> 4) + (kAMN ? ks * (2048 >> 4) : ks * (32 >> 4)));
+            WgmmaBf16<kWgCols, kBMN ? 1 : 0, kAMN ? 1 : 0>::Mma(
+                acc[h], da, db, (kb != kb_begin || ks != 0) ? 1u : 0u);
           }
         }
         WgmmaCommit();
@@ -487,7 +510,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (m_warp < pp.m && !(params.debug_flags & kDebugSkipEpilogue)) {
             const int n_base = tc.n_block * BN + (kSplitN ? wgi * kWgCols : 0);
             constexpr int kCW = kF32Out ? 32 : 64;  // columns per 128-byte staging row
-            constexpr int kChunks = kWgCols / kCW;
+            [[maybe_unused]] constexpr int kChunks = kWgCols / kCW;
             const bool use_c = pp.beta != 0.0f;
             const float alpha = pp.alpha, beta = pp.beta;
             const int row_lo = warp * 16 + lane / 4;  // and row_lo + 8
@@ -496,6 +519,16 @@ __global__ void __launch_bounds__(kThreads, 1)
               c0 = c1 = 0.0f;
               const int64_t gr = m_base + r, gc = n_base + col;
               if (gr >= pp.m || gc >= pp.n) return;
+              if constexpr (kSwap) {  // C [M,N]: the tile's (r, col) is C's (col, r)
+                const int64_t off = static_cast<int64_t>(tc.batch) * pp.stride_c + gc * pp.ldc + gr;
+                auto at = [&](int64_t o) {
+                  if constexpr (kF32Out) return static_cast<const float*>(pp.c)[o];
+                  return __bfloat162float(static_cast<const __nv_bfloat16*>(pp.c)[o]);
+                };
+                c0 = at(off);
+                if (gc + 1 < pp.n) c1 = at(off + pp.ldc);
+                return;
+              }
               const int64_t off = static_cast<int64_t>(tc.batch) * pp.stride_c + gr * pp.ldc + gc;
               if constexpr (kF32Out) {
                 const float* cp = static_cast<const float*>(pp.c) + off;
@@ -515,88 +548,96 @@ __global__ void __launch_bounds__(kThreads, 1)
                 }
               }
             };
-            // NOTE: chunks go in pairs, one per staging buffer, under one proxy fence and one bulk
-            // group: the clock64 trace measured ~250 cycles per chunk for fence + store issue, four
-            // times per warp and unit.
+            if constexpr (kSwap) {
+              SwapEpilogueStore<kWgCols, kF32Out, kPlain>(acc[hh], stg0, lane, &params.tma[kTmaD],
+                                                          m_warp, n_base, pp.n, tc.batch, alpha,
+                                                          beta, use_c, row_lo, load_c2);
+            } else {
+              // NOTE: chunks go in pairs, one per staging buffer, under one proxy fence and one
+              // bulk group: the clock64 trace measured ~250 cycles per chunk for fence + store
+              // issue, four times per warp and unit.
 #pragma unroll
-            for (int j0 = 0; j0 < kChunks; j0 += 2) {
-              if (n_base + j0 * kCW >= pp.n) continue;
-              if (lane == 0) BulkWaitGroupRead<0>();  // both buffers' last stores have read them
-              __syncwarp();
-#pragma unroll
-              for (int jj = 0; jj < 2; ++jj) {
-                const int j = j0 + jj;
-                if (j >= kChunks || n_base + j * kCW >= pp.n) continue;
-                const uint32_t buf = stg0 + jj * kEpiBufBytes;
-                if constexpr (!kF32Out) {
-#pragma unroll
-                  for (int q = 0; q < 4; ++q) {
-                    const int g = j * 8 + q * 2;  // two 8-column groups per stmatrix.x4
-                    float v[8];
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                      v[e] = kPlain ? acc[hh][g * 4 + e] : alpha * acc[hh][g * 4 + e];
-                      v[4 + e] =
-                          kPlain ? acc[hh][(g + 1) * 4 + e] : alpha * acc[hh][(g + 1) * 4 + e];
-                    }
-                    if (!kPlain && use_c) {
-                      float c[8];
-                      const int col = g * 8 + (lane % 4) * 2;
-                      load_c2(row_lo, col, c[0], c[1]);
-                      load_c2(row_lo + 8, col, c[2], c[3]);
-                      load_c2(row_lo, col + 8, c[4], c[5]);
-                      load_c2(row_lo + 8, col + 8, c[6], c[7]);
-#pragma unroll
-                      for (int e = 0; e < 8; ++e) v[e] += beta * c[e];
-                    }
-                    uint32_t r[4];
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                      __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
-                      r[e] = *reinterpret_cast<uint32_t*>(&h);
-                    }
-                    const int row = ((lane / 8) % 2) * 8 + lane % 8;
-                    const int unit = q * 2 + lane / 16;
-                    StMatrixX4(buf + row * 128 + ((unit ^ (row % 8)) * 16), r[0], r[1], r[2], r[3]);
-                  }
-                } else {
-#pragma unroll
-                  for (int q = 0; q < 4; ++q) {
-                    const int g = j * 4 + q;
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                      const int row = lane / 4 + h * 8;  // within the warp's 16 rows
-                      const int col_in = q * 8 + (lane % 4) * 2;
-                      float v0 = acc[hh][g * 4 + h * 2], v1 = acc[hh][g * 4 + h * 2 + 1];
-                      if constexpr (!kPlain) {
-                        v0 *= alpha;
-                        v1 *= alpha;
-                      }
-                      if (!kPlain && use_c) {
-                        float c0, c1;
-                        load_c2(row_lo + h * 8, j * kCW + col_in, c0, c1);
-                        v0 += beta * c0;
-                        v1 += beta * c1;
-                      }
-                      const uint32_t addr =
-                          buf + row * 128 + (((col_in / 4) ^ (row % 8)) * 16) + (col_in % 4) * 4;
-                      asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(v0), "f"(v1)
-                                   : "memory");
-                    }
-                  }
-                }
-              }
-              FenceProxyAsyncShared();
-              __syncwarp();
-              if (lane == 0) {
+              for (int j0 = 0; j0 < kChunks; j0 += 2) {
+                if (n_base + j0 * kCW >= pp.n) continue;
+                if (lane == 0) BulkWaitGroupRead<0>();  // both buffers' last stores have read them
+                __syncwarp();
 #pragma unroll
                 for (int jj = 0; jj < 2; ++jj) {
                   const int j = j0 + jj;
                   if (j >= kChunks || n_base + j * kCW >= pp.n) continue;
-                  TmaStore3d(&params.tma[3 * prob(tc.problem) + kTmaD], stg0 + jj * kEpiBufBytes,
-                             n_base + j * kCW, m_warp, tc.batch);
+                  const uint32_t buf = stg0 + jj * kEpiBufBytes;
+                  if constexpr (!kF32Out) {
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                      const int g = j * 8 + q * 2;  // two 8-column groups per stmatrix.x4
+                      float v[8];
+#pragma unroll
+                      for (int e = 0; e < 4; ++e) {
+                        v[e] = kPlain ? acc[hh][g * 4 + e] : alpha * acc[hh][g * 4 + e];
+                        v[4 + e] =
+                            kPlain ? acc[hh][(g + 1) * 4 + e] : alpha * acc[hh][(g + 1) * 4 + e];
+                      }
+                      if (!kPlain && use_c) {
+                        float c[8];
+                        const int col = g * 8 + (lane % 4) * 2;
+                        load_c2(row_lo, col, c[0], c[1]);
+                        load_c2(row_lo + 8, col, c[2], c[3]);
+                        load_c2(row_lo, col + 8, c[4], c[5]);
+                        load_c2(row_lo + 8, col + 8, c[6], c[7]);
+#pragma unroll
+                        for (int e = 0; e < 8; ++e) v[e] += beta * c[e];
+                      }
+                      uint32_t r[4];
+#pragma unroll
+                      for (int e = 0; e < 4; ++e) {
+                        __nv_bfloat162 h = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
+                        r[e] = *reinterpret_cast<uint32_t*>(&h);
+                      }
+                      const int row = ((lane / 8) % 2) * 8 + lane % 8;
+                      const int unit = q * 2 + lane / 16;
+                      StMatrixX4(buf + row * 128 + ((unit ^ (row % 8)) * 16), r[0], r[1], r[2],
+                                 r[3]);
+                    }
+                  } else {
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                      const int g = j * 4 + q;
+#pragma unroll
+                      for (int h = 0; h < 2; ++h) {
+                        const int row = lane / 4 + h * 8;  // within the warp's 16 rows
+                        const int col_in = q * 8 + (lane % 4) * 2;
+                        float v0 = acc[hh][g * 4 + h * 2], v1 = acc[hh][g * 4 + h * 2 + 1];
+                        if constexpr (!kPlain) {
+                          v0 *= alpha;
+                          v1 *= alpha;
+                        }
+                        if (!kPlain && use_c) {
+                          float c0, c1;
+                          load_c2(row_lo + h * 8, j * kCW + col_in, c0, c1);
+                          v0 += beta * c0;
+                          v1 += beta * c1;
+                        }
+                        const uint32_t addr =
+                            buf + row * 128 + (((col_in / 4) ^ (row % 8)) * 16) + (col_in % 4) * 4;
+                        asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(v0),
+                                     "f"(v1)
+                                     : "memory");
+                      }
+                    }
+                  }
                 }
-                BulkCommitGroup();
+                FenceProxyAsyncShared();
+                __syncwarp();
+                if (lane == 0) {
+#pragma unroll
+                  for (int jj = 0; jj < 2; ++jj) {
+                    const int j = j0 + jj;
+                    if (j >= kChunks || n_base + j * kCW >= pp.n) continue;
+                    TmaStore3d(&params.tma[3 * prob(tc.problem) + kTmaD], stg0 + jj * kEpiBufBytes,
+                               n_base + j * kCW, m_warp, tc.batch);
+                  }
+                  BulkCommitGroup();
+                }
               }
             }
           }

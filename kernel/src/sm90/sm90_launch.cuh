@@ -13,10 +13,10 @@
 
 namespace gemm::kernel::sm90 {
 
-template <int BM, int BN, bool kF32Out, bool kBKN, int P>
+template <int BM, int BN, bool kF32Out, bool kBKN, int P, bool kSwap>
 cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t stream, int* grid_out,
                        const SplitWorkspace& ws, int* split_out) {
-  auto* kernel = &Sm90GemmKernel<BM, BN, kF32Out, kBKN, P>;
+  auto* kernel = &Sm90GemmKernel<BM, BN, kF32Out, kBKN, P, kSwap>;
   const int smem = SmemBytes(BM, BN, params.stages);
   int device = 0;
   cudaGetDevice(&device);
@@ -115,5 +115,16 @@ cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t strea
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, false, true, kMaxGroupPerLaunch)  \
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, false, kMaxGroupPerLaunch)  \
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, true, kMaxGroupPerLaunch)
+
+// Explicit instantiations of LaunchSm90 for one swap-AB tile (128 x BN): both output dtypes, both
+// B layouts, single problems.
+#define GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, F32, KN)                                               \
+  template cudaError_t LaunchSm90<128, BN, F32, KN, 1, true>(KernelParams<1>&, int, cudaStream_t, \
+                                                             int*, const SplitWorkspace&, int*);
+#define GEMM_SM90_INSTANTIATE_SWAP(BN)             \
+  GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, false, false) \
+  GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, true, false)  \
+  GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, false, true)  \
+  GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, true, true)
 
 }  // namespace gemm::kernel::sm90

@@ -24,13 +24,13 @@ struct SplitWorkspace {
 // of zeroed memory). Thread-safe.
 uint32_t NextSplitEpoch();
 
-// Launches Sm90GemmKernel<BM, BN, kF32Out, kBKN, P> over `params` (stages/cluster_m already set;
-// the split fields as FinishParams leaves them: no split) with one CTA per SM (grid capped by how
-// many clusters fit). The launch splits its last partial wave along K when `ws` holds the plan's
-// partials and kDebugNoSplit is not set, writing the plan into the split fields of `params`.
+// Launches Sm90GemmKernel<BM, BN, kF32Out, kBKN, P, kSwap> over `params` (stages/cluster_m already
+// set; the split fields as FinishParams leaves them: no split) with one CTA per SM (grid capped by
+// how many clusters fit). The launch splits its last partial wave along K when `ws` holds the
+// plan's partials and kDebugNoSplit is not set, writing the plan into the split fields of `params`.
 // Sets the kernel's dynamic shared-memory limit first. Returns the CUDA error of the attribute
 // call or the launch; *split_out (if set) gets the K pieces per tail tile.
-template <int BM, int BN, bool kF32Out, bool kBKN, int P>
+template <int BM, int BN, bool kF32Out, bool kBKN, int P, bool kSwap = false>
 cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t stream, int* grid_out,
                        const SplitWorkspace& ws, int* split_out);
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "scheduler.h"  // TileDivisors
+#include "sm90/sm90_tiles.h"
 
 namespace gemm::kernel::sm90 {
 
@@ -15,18 +16,11 @@ namespace gemm::kernel::sm90 {
 // limit); longer groups are split into several launches.
 inline constexpr int kMaxGroupPerLaunch = 64;
 
-// The CTA tiles (block_m x block_n) the kernel is compiled for: 128x256, 256x128 and 128x128;
-// 64x256 and 64x128 for decode rows (the consumer warpgroups split the columns).
-constexpr bool IsSm90Tile(int block_m, int block_n) {
-  return (block_m == 128 && (block_n == 128 || block_n == 256)) ||
-         (block_m == 256 && block_n == 128) ||
-         (block_m == 64 && (block_n == 128 || block_n == 256));
-}
-
 // Tensor maps of one problem, in KernelParams::tma[3 * problem + kTma*].
 inline constexpr int kTmaA = 0;  // BF16 A as {K, M, batch}, box {64, 128, 1}, 128B swizzle
 inline constexpr int kTmaB = 1;  // BF16 B as {K, N, batch} (kNK) or {N, K, batch} (kKN)
-inline constexpr int kTmaD = 2;  // D as {N, M, batch}, box {128 bytes, 16, 1}, 128B swizzle
+inline constexpr int kTmaD = 2;  // D as {N, M, batch}, box {128 bytes, 16, 1}, 128B swizzle;
+                                 // swap-AB: box {16, 16, 1} of D's own (N, M), no swizzle
 
 // One problem (all batch entries of a strided batch, or one member of a group).
 struct ProblemParams {
