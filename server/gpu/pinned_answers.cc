@@ -23,8 +23,8 @@ std::shared_ptr<PinnedAnswers> PinnedAnswers::Create(std::shared_ptr<StagingPool
 AnswerBlock PinnedAnswers::TryTake(int64_t bytes) {
   if (bytes <= 0 || bytes > pool_->max_block_bytes()) return {};
   // The pool rounds blocks up to its alignment: the bound counts what the block really holds.
-  const int64_t rounded = (bytes + StagingPool::kAlign - 1) / StagingPool::kAlign *
-                          StagingPool::kAlign;
+  const int64_t rounded =
+      (bytes + StagingPool::kAlign - 1) / StagingPool::kAlign * StagingPool::kAlign;
   if (!limit_.TryTake(rounded)) return {};
   absl::StatusOr<StagingBlock> block = pool_->TryAllocate(rounded);
   if (!block.ok()) {
@@ -54,8 +54,8 @@ std::shared_ptr<const void> AnswerBlock::Cut(int64_t end) {
       (end != block_.bytes && end % StagingPool::kAlign != 0)) {
     return nullptr;
   }
-  auto part =
-      std::make_shared<const PinnedAnswers::Part>(owner_, StagingPool::Part(block_, cut_, end - cut_));
+  auto part = std::make_shared<const PinnedAnswers::Part>(
+      owner_, StagingPool::Part(block_, cut_, end - cut_));
   cut_ = end;
   return part;
 }
