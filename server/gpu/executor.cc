@@ -757,7 +757,10 @@ bool Executor::QuickToComplete(const Unit& u) const {
   if (u.direct || options_.watcher_completion_bytes < 0) return false;
   int64_t bytes = 0;
   for (const OutCopy& o : u.outs) {
-    if (!o.pinned && !SentFromPinned(u, o)) bytes += o.rows * o.row_bytes;
+    // NOTE: results answered from pinned staging count too: no copy, but gRPC's send of that
+    // many bytes is the larger cost (~100 us per 256 KiB answer). Completed on the watcher, the
+    // inline decode load (16x8192x8192, 64 callers) fell from 21.7k to 13.5k req/s (H200).
+    if (!o.pinned) bytes += o.rows * o.row_bytes;
   }
   return bytes <= options_.watcher_completion_bytes;
 }

@@ -153,8 +153,8 @@ class Executor {
   void Retire(std::unique_ptr<Unit> unit, bool drain);
   // Whether every copy of `unit` (planned) is a device copy (also when it has none).
   static bool OnlyDeviceCopies(const Unit& unit);
-  // Whether `unit` copies at most options_.watcher_completion_bytes out of staging (then it is
-  // completed on the watcher).
+  // Whether `unit` copies at most options_.watcher_completion_bytes out of staging or answers
+  // that many bytes inline (then it is completed on the watcher).
   bool QuickToComplete(const Unit& unit) const;
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
   void DrainAnswers();
