@@ -349,7 +349,7 @@ void SetServing(grpc::Server& server, grpc::Server* health_server, bool serving)
 }
 
 // A thread that sets the periodic gauges (pools, resident bytes, shared memory, shed connections,
-// serving kernel) every 500 ms until Stop().
+// serving kernel, pinned staging and inline answers) every 500 ms until Stop().
 class GaugeThread {
  public:
   // `metrics` and `engine` must outlive the thread.
@@ -377,6 +377,7 @@ class GaugeThread {
         m.SetPoolBytes(d.ordinal, d.pool_used_bytes, d.pool_capacity_bytes);
         m.SetKernel(d.ordinal, d.kernel);
       }
+      m.SetStaging(backend.staging);
       // Native kernel variants judged by qualification (they carry a reason when unusable).
       for (const auto& k : backend.kernels) {
         if (k.usable || !k.reason.empty()) m.SetVariantUsability(k.name, k.usable, k.reason);

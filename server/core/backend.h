@@ -61,10 +61,22 @@ struct KernelDescription {
   std::string reason;  // unusable kernel variants: why, one word (core::kFailureReasons)
 };
 
+// Pinned host staging and the inline answers sent from it (the CUDA backend; zero elsewhere).
+struct StagingDescription {
+  int64_t used_bytes = 0;        // staging handed out now (units in flight, answers held)
+  int64_t answer_bytes = 0;      // of which inline answers waiting to be sent hold
+  int64_t answer_max_bytes = 0;  // the most answers may hold
+  // Inline answers (one per output D sent in a response message) since start: sent from the
+  // pinned block the GPU wrote, or copied out of staging first (no room for a block of their own).
+  int64_t pinned_answers = 0;
+  int64_t copied_answers = 0;
+};
+
 struct BackendDescription {
   std::string name;  // "cpu" or "cuda"
   std::vector<DeviceDescription> devices;
   std::vector<KernelDescription> kernels;
+  StagingDescription staging;
 };
 
 // Receives the bytes of one matrix being registered, in order.

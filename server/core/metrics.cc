@@ -148,6 +148,29 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                     .Register(r)
                     .Add({});
   BuildWeightsMetrics(r);
+  BuildStagingMetrics(r);
+}
+
+void Metrics::BuildStagingMetrics(prometheus::Registry& r) {
+  auto gauge = [&r](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+  };
+  staging_in_use_ = gauge("gemm_staging_bytes_in_use",
+                          "Pinned host staging handed out: units in flight and answers held.");
+  answer_bytes_ = gauge("gemm_pinned_answer_bytes",
+                        "Pinned staging held by inline answers waiting to be sent.");
+  answer_bytes_limit_ = gauge("gemm_pinned_answer_bytes_limit",
+                              "The most pinned staging inline answers may hold "
+                              "(--pinned_answer_fraction of the pool).");
+  auto& answers = prometheus::BuildCounter()
+                      .Name("gemm_inline_answers_total")
+                      .Help(
+                          "Inline answers (one per output D in a response message) by where "
+                          "they were sent from: pinned (the block the GPU wrote) or copied (out "
+                          "of staging, past the bound or with the pool busy).")
+                      .Register(r);
+  answers_pinned_ = &answers.Add({{"from", "pinned"}});
+  answers_copied_ = &answers.Add({{"from", "copied"}});
 }
 
 void Metrics::BuildWeightsMetrics(prometheus::Registry& r) {
@@ -257,6 +280,17 @@ void Metrics::SetConnectionsShed(absl::string_view reason, int64_t total) {
   prometheus::Counter& counter = connections_shed_->Add({{"reason", std::string(reason)}});
   const double more = static_cast<double>(total) - counter.Value();
   if (more > 0) counter.Increment(more);
+}
+
+void Metrics::SetStaging(const StagingDescription& staging) {
+  staging_in_use_->Set(static_cast<double>(staging.used_bytes));
+  answer_bytes_->Set(static_cast<double>(staging.answer_bytes));
+  answer_bytes_limit_->Set(static_cast<double>(staging.answer_max_bytes));
+  for (auto [counter, total] : {std::pair{answers_pinned_, staging.pinned_answers},
+                                std::pair{answers_copied_, staging.copied_answers}}) {
+    const double more = static_cast<double>(total) - counter->Value();
+    if (more > 0) counter->Increment(more);
+  }
 }
 
 void Metrics::RecordBatchReleased(Release reason) {

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "server/core/backend.h"
 #include "server/core/types.h"
 
 namespace prometheus {
@@ -73,6 +74,14 @@ class MetricsHttpServer;
 //   gemm_connections_shed_total{reason}          counter, client connections closed as soon as
 //                                                accepted (reason: max_connections,
 //                                                out_of_descriptors)
+//   gemm_staging_bytes_in_use                    gauge, pinned host staging handed out (CUDA)
+//   gemm_pinned_answer_bytes                     gauge, of which inline answers waiting to be
+//                                                sent hold
+//   gemm_pinned_answer_bytes_limit               gauge, the most those answers may hold
+//   gemm_inline_answers_total{from}              counter, inline answers (one per output D in a
+//                                                response message) by where they were sent
+//                                                from (pinned: the pinned block the GPU wrote;
+//                                                copied: copied out of staging first)
 // The `device` label is the CUDA ordinal, or "cpu" for -1.
 
 // What one scan of the weight repository did.
@@ -143,6 +152,11 @@ class Metrics {
   // or "out_of_descriptors". Call from one thread.
   void SetConnectionsShed(absl::string_view reason, int64_t total);
 
+  // Publishes the pinned staging in use and the inline answers sent from it (the gemm_staging_*,
+  // gemm_pinned_answer_* and gemm_inline_answers_total series; the counters are raised to the
+  // totals, never lowered). Call from one thread.
+  void SetStaging(const StagingDescription& staging);
+
   // Publishes what a weight repository scan did (the gemm_weights_* series).
   void RecordWeightsScan(const WeightsScanStats& stats);
 
@@ -172,6 +186,8 @@ class Metrics {
   Metrics();
   // Creates the gemm_weights_* series.
   void BuildWeightsMetrics(prometheus::Registry& r);
+  // Creates the staging and inline answer series.
+  void BuildStagingMetrics(prometheus::Registry& r);
   DeviceHistograms& HistogramsFor(int device) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   std::shared_ptr<prometheus::Registry> registry_;
@@ -206,6 +222,11 @@ class Metrics {
   prometheus::Gauge* weights_rate_;
   prometheus::Gauge* weights_tensors_;
   prometheus::Family<prometheus::Counter>* weights_changes_;
+  prometheus::Gauge* staging_in_use_;
+  prometheus::Gauge* answer_bytes_;
+  prometheus::Gauge* answer_bytes_limit_;
+  prometheus::Counter* answers_pinned_;
+  prometheus::Counter* answers_copied_;
 
   // Caches so the hot path does a hash lookup under one short lock rather than the families'
   // label-set hashing.

@@ -138,6 +138,9 @@ struct Output {
   // the answer is written or the call ends.
   absl::string_view held;
   std::shared_ptr<const void> held_owner;
+
+  // D's bytes wherever they are (`held` or `data`).
+  absl::string_view bytes() const { return held_owner != nullptr ? held : absl::string_view(data); }
 };
 
 // Where a request's time went.

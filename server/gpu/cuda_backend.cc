@@ -22,6 +22,7 @@
 #include "server/gpu/device_context.h"
 #include "server/gpu/executor.h"
 #include "server/gpu/host_copier.h"
+#include "server/gpu/pinned_answers.h"
 #include "server/gpu/qualification.h"
 #include "server/gpu/resident.h"
 #include "server/gpu/staging_pool.h"
@@ -31,16 +32,19 @@ namespace {
 
 class CudaBackend final : public core::Backend {
  public:
-  CudaBackend(const CudaBackendOptions& options, std::unique_ptr<StagingPool> staging,
+  CudaBackend(const CudaBackendOptions& options, std::shared_ptr<StagingPool> staging,
               std::vector<std::shared_ptr<DeviceContext>> devices)
       : options_(options),
         staging_(std::move(staging)),
+        answers_(PinnedAnswers::Create(staging_,
+                                       PinnedAnswerLimit::MaxBytesOf(options.pinned_answer_fraction,
+                                                                     staging_->total_bytes()))),
         copier_(std::make_unique<HostCopier>(options.host_copy_threads,
                                              static_cast<size_t>(options.host_copy_chunk_bytes))),
         devices_(std::move(devices)) {
     for (const auto& d : devices_) {
-      executors_.push_back(
-          std::make_unique<Executor>(d, staging_.get(), copier_.get(), options.executor));
+      executors_.push_back(std::make_unique<Executor>(d, staging_.get(), answers_.get(),
+                                                      copier_.get(), options.executor));
     }
   }
 
@@ -89,6 +93,12 @@ class CudaBackend final : public core::Backend {
       kernels[lt] = {lt, true, "cuBLASLt reference and fallback"};
     }
     for (auto& [name, k] : kernels) d.kernels.push_back(k);
+    const PinnedAnswerLimit::Stats answers = answers_->stats();
+    d.staging = {.used_bytes = staging_->used_bytes(),
+                 .answer_bytes = answers.held_bytes,
+                 .answer_max_bytes = answers.max_bytes,
+                 .pinned_answers = answers.pinned_answers,
+                 .copied_answers = answers.copied_answers};
     return d;
   }
 
@@ -213,7 +223,10 @@ class CudaBackend final : public core::Backend {
 
  private:
   const CudaBackendOptions options_;
-  std::unique_ptr<StagingPool> staging_;
+  // Shared with every inline answer sent from pinned memory (through answers_), so an answer
+  // gRPC releases after this backend is gone still returns its bytes to a live pool.
+  std::shared_ptr<StagingPool> staging_;
+  std::shared_ptr<PinnedAnswers> answers_;
   std::unique_ptr<HostCopier> copier_;  // outlives the executors (declared before them)
   std::vector<std::shared_ptr<DeviceContext>> devices_;
   std::vector<std::unique_ptr<Executor>> executors_;
@@ -268,6 +281,10 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   }
   if (options.staging_bytes < 1 || options.staging_slab_bytes < 1) {
     return absl::InvalidArgumentError("staging_bytes and staging_slab_bytes must be >= 1");
+  }
+  if (!(options.pinned_answer_fraction >= 0 && options.pinned_answer_fraction <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("pinned_answer_fraction must be in [0, 1], not ",
+                                                   options.pinned_answer_fraction));
   }
   if (options.executor.launch_threads_per_device < 1 ||
       options.executor.launch_threads_per_device > 64 ||
@@ -335,8 +352,12 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
        .slab_bytes = std::min(options.staging_bytes, options.staging_slab_bytes)});
   if (!staging.ok()) return staging.status();
   GEMM_LOG(INFO) << "pinned staging: " << ((*staging)->total_bytes() >> 20) << " MiB in slabs of "
-                 << ((*staging)->max_block_bytes() >> 20) << " MiB; " << options.host_copy_threads
-                 << " host copy threads";
+                 << ((*staging)->max_block_bytes() >> 20)
+                 << " MiB, of which inline answers may hold "
+                 << (PinnedAnswerLimit::MaxBytesOf(options.pinned_answer_fraction,
+                                                   (*staging)->total_bytes()) >>
+                     20)
+                 << " MiB; " << options.host_copy_threads << " host copy threads";
   return std::unique_ptr<core::Backend>(
       new CudaBackend(options, std::move(*staging), std::move(devices)));
 }

@@ -24,6 +24,12 @@ struct CudaBackendOptions {
   // One pinned slab of the staging pool, also the most staging one unit can take (clamped to
   // staging_bytes); a larger single request is copied from pageable memory. Default 512 MiB.
   int64_t staging_slab_bytes = int64_t{512} << 20;
+  // The largest share of the staging pool (0 to 1) that inline answers waiting to be sent may
+  // hold: a unit's inline results are copied from the GPU into a pinned block of their own and
+  // sent from there, without a copy out of staging, while answers hold less than this; beyond
+  // it (or when the pool has no free block at once) they are copied out as before. 0: always
+  // copied. Default 0.25.
+  double pinned_answer_fraction = 0.25;
   // Threads that copy request bytes into staging and results out of it, shared by all GPUs
   // (0: each copy runs on the executor's own thread). Default 8.
   int host_copy_threads = 8;

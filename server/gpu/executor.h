@@ -5,9 +5,11 @@
 // device's non-blocking streams -> kernels on the device's compute stream (between two events, so
 // kernels never run two at a time while other units' copies overlap them) -> D2H -> an event the
 // event watcher polls (a CUDA host function when no event could be had). A completion thread (or,
-// for a unit with little to copy out, the event watcher itself) then copies results out of staging,
-// frees everything the unit took and completes its WorkItems. Both host copies (request bytes ->
-// staging, staging -> response bytes) are split over the shared HostCopier's threads. The pulling
+// for a unit with little to copy out, the event watcher itself) then hands the results to the
+// responses, frees everything the unit took and completes its WorkItems. Inline results land in
+// an answer block of their own and are sent from there (pinned_answers.h); when none can be had,
+// they land in the unit's staging and are copied out. Both host copies (request bytes -> staging,
+// staging -> response bytes) are split over the shared HostCopier's threads. The pulling
 // thread never waits on the GPU (except for a single item larger than a staging slab, copied
 // straight from pageable memory; a coalesced unit that large runs its items one by one instead), so
 // consecutive units overlap across streams. Operands and outputs in page-locked client shared
@@ -35,18 +37,21 @@
 #include "server/gpu/event_watcher.h"
 #include "server/gpu/executor_options.h"
 #include "server/gpu/host_copier.h"
+#include "server/gpu/pinned_answers.h"
 #include "server/gpu/staging_pool.h"
 
 namespace gemm::gpu {
 
-struct Unit;  // one kernel-call group in flight (unit.h)
+struct Unit;     // one kernel-call group in flight (unit.h)
+struct OutCopy;  // one of its copies out (unit.h)
 
 class Executor {
  public:
-  // `device` is shared; `staging` and `copier` (shared by all executors) must outlive the
-  // executor. `copier` may be null: host copies then run on the executor's own threads.
-  Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, HostCopier* copier,
-           const ExecutorOptions& options);
+  // `device` is shared; `staging`, `answers` (answer blocks from `staging`) and `copier` (shared
+  // by all executors) must outlive the executor. `copier` may be null: host copies then run on
+  // the executor's own threads.
+  Executor(std::shared_ptr<DeviceContext> device, StagingPool* staging, PinnedAnswers* answers,
+           HostCopier* copier, const ExecutorOptions& options);
   // Joins (Join() must have been called if Start() was).
   ~Executor();
 
@@ -148,8 +153,8 @@ class Executor {
   void Retire(std::unique_ptr<Unit> unit, bool drain);
   // Whether every copy of `unit` (planned) is a device copy (also when it has none).
   static bool OnlyDeviceCopies(const Unit& unit);
-  // Whether `unit` copies at most options_.watcher_completion_bytes out of staging (then it is
-  // completed on the watcher).
+  // Whether `unit` copies at most options_.watcher_completion_bytes out of staging or answers
+  // that many bytes inline (then it is completed on the watcher).
   bool QuickToComplete(const Unit& unit) const;
   // Answers queued by Complete() that no thread has taken yet: runs them on this thread.
   void DrainAnswers();
@@ -176,13 +181,21 @@ class Executor {
   // Runs `jobs` on the copier, or on the calling thread without one. Returns the jobs that
   // touched a vanished page of a client's shared memory (see HostCopier::Copy).
   [[nodiscard]] std::vector<size_t> HostCopy(std::span<const CopyJob> jobs);
-  // Copies `u`'s results out of staging into the responses and the shared-memory outputs that
-  // are not page-locked. One status per item: FAILED_PRECONDITION for an item whose output's
-  // shared-memory object was shrunk under it, else OK.
+  // Copies `u`'s results out of staging into the responses (those not sent from their own
+  // pinned block) and the shared-memory outputs that are not page-locked. One status per item:
+  // FAILED_PRECONDITION for an item whose output's shared-memory object was shrunk under it,
+  // else OK.
   std::vector<absl::Status> CopyOut(Unit& u);
+  // Whether the response's copy `o` of `u` landed in the unit's own answer block (sent from
+  // there, not copied out).
+  static bool SentFromPinned(const Unit& u, const OutCopy& o);
+  // Gives each result of `u` sent from its answer block a view of its bytes there and the owner
+  // of its part of the block.
+  void HandOutAnswers(Unit& u);
 
   const std::shared_ptr<DeviceContext> device_;
   StagingPool* const staging_;
+  PinnedAnswers* const pinned_answers_;
   HostCopier* const copier_;
   const ExecutorOptions options_;
   const double max_work_us_;  // options_.max_work_in_flight_ms_per_device in microseconds

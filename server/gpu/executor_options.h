@@ -28,7 +28,7 @@ struct ExecutorOptions {
   // frees up first, and for company to batch with) while small ones stay effectively unbounded.
   // 0: no bound. Default 1 ms.
   double max_work_in_flight_ms_per_device = 1;
-  // A finished unit that copies at most this many bytes out of staging into its responses is
+  // A finished unit that copies or sends at most this many result bytes into its responses is
   // completed, and its first request answered, on the event-polling thread itself (no hand-off
   // to a completion thread); larger ones go to the completion threads, so the polling goes on.
   // < 0: every unit goes to the completion threads. Default 64 KiB.

@@ -4,14 +4,12 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "server/gpu/cuda_util.h"
 
 namespace gemm::gpu {
-namespace {
-constexpr int64_t kAlign = 256;
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<StagingPool>> StagingPool::Create(const Options& options) {
   const int64_t total = std::max<int64_t>(options.total_bytes, kAlign);
@@ -21,9 +19,16 @@ absl::StatusOr<std::unique_ptr<StagingPool>> StagingPool::Create(const Options& 
   std::vector<Slab> slabs;
   for (int64_t i = 0; i < count; ++i) {
     void* p = nullptr;
-    absl::Status st = CudaStatus(cudaHostAlloc(&p, slab, cudaHostAllocPortable), "cudaHostAlloc");
+    absl::Status st =
+        options.page_locked
+            ? CudaStatus(cudaHostAlloc(&p, slab, cudaHostAllocPortable), "cudaHostAlloc")
+            : absl::OkStatus();
+    if (!options.page_locked) {
+      p = std::aligned_alloc(kAlign, static_cast<size_t>(slab));
+      if (p == nullptr) st = absl::ResourceExhaustedError("staging slab: out of host memory");
+    }
     if (!st.ok()) {
-      for (Slab& s : slabs) cudaFreeHost(s.base);
+      for (Slab& s : slabs) FreeSlab(s.base, options.page_locked);
       return st;
     }
     Slab s;
@@ -31,12 +36,20 @@ absl::StatusOr<std::unique_ptr<StagingPool>> StagingPool::Create(const Options& 
     s.free[0] = slab;
     slabs.push_back(std::move(s));
   }
-  return std::unique_ptr<StagingPool>(new StagingPool(slab, std::move(slabs)));
+  return std::unique_ptr<StagingPool>(new StagingPool(slab, options.page_locked, std::move(slabs)));
 }
 
 StagingPool::~StagingPool() {
   absl::MutexLock lock(&mu_);
-  for (Slab& s : slabs_) cudaFreeHost(s.base);
+  for (Slab& s : slabs_) FreeSlab(s.base, page_locked_);
+}
+
+void StagingPool::FreeSlab(char* base, bool page_locked) {
+  if (page_locked) {
+    (void)cudaFreeHost(base);
+  } else {
+    std::free(base);
+  }
 }
 
 bool StagingPool::TryAllocateLocked(int64_t bytes, StagingBlock* out) {

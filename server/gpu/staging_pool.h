@@ -15,7 +15,8 @@
 
 namespace gemm::gpu {
 
-// One block of staging memory. Value type; return it with StagingPool::Free().
+// One block of staging memory. Value type; return it with StagingPool::Free(), whole or in parts
+// (StagingPool::Part()).
 struct StagingBlock {
   char* ptr = nullptr;
   int slab = -1;
@@ -28,12 +29,18 @@ class StagingPool {
   struct Options {
     int64_t total_bytes = 512 << 20;  // pinned bytes in all; default 512 MiB
     int64_t slab_bytes = 128 << 20;   // one cudaHostAlloc; also the largest block. Default 128 MiB
+    // false: ordinary (pageable) host memory instead of cudaHostAlloc, for tests of the pool's
+    // users on machines without a GPU. Default true.
+    bool page_locked = true;
   };
 
-  // Allocates the slabs (cudaHostAllocPortable: usable from every device).
+  // Allocates the slabs (cudaHostAllocPortable: usable from every device). A block's address and
+  // size are multiples of kAlign.
   static absl::StatusOr<std::unique_ptr<StagingPool>> Create(const Options& options);
   // Frees the slabs; every block must have been returned.
   ~StagingPool();
+
+  static constexpr int64_t kAlign = 256;
 
   StagingPool(const StagingPool&) = delete;
   StagingPool& operator=(const StagingPool&) = delete;
@@ -49,8 +56,15 @@ class StagingPool {
   // Like Allocate() but returns RESOURCE_EXHAUSTED instead of waiting.
   absl::StatusOr<StagingBlock> TryAllocate(int64_t bytes);
 
-  // Returns a block. Thread-safe.
+  // Returns a block, or a part of one (Part()). Every part of a block is returned once, and the
+  // parts returned cover the whole block. Thread-safe.
   void Free(const StagingBlock& block);
+
+  // The `bytes` bytes of `block` from `offset` on, to be returned on their own. `offset` and
+  // `bytes` are multiples of kAlign (or `bytes` reaches the block's end) within the block.
+  static StagingBlock Part(const StagingBlock& block, int64_t offset, int64_t bytes) {
+    return {block.ptr + offset, block.slab, block.offset + offset, bytes};
+  }
 
   // Bytes handed out now.
   int64_t used_bytes() const;
@@ -61,13 +75,16 @@ class StagingPool {
     char* base = nullptr;
     std::map<int64_t, int64_t> free;  // offset -> size, non-adjacent
   };
-  StagingPool(int64_t slab_bytes, std::vector<Slab> slabs)
-      : slab_bytes_(slab_bytes), slabs_(std::move(slabs)) {}
+  StagingPool(int64_t slab_bytes, bool page_locked, std::vector<Slab> slabs)
+      : slab_bytes_(slab_bytes), page_locked_(page_locked), slabs_(std::move(slabs)) {}
+  // Returns a slab's memory (cudaFreeHost, or free without page-locking).
+  static void FreeSlab(char* base, bool page_locked);
   bool TryAllocateLocked(int64_t bytes, StagingBlock* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Rounds *bytes up to the block alignment; INVALID_ARGUMENT when it exceeds a slab.
   absl::Status RoundAndCheck(int64_t* bytes) const;
 
   const int64_t slab_bytes_;
+  const bool page_locked_;
   mutable absl::Mutex mu_;
   std::vector<Slab> slabs_ ABSL_GUARDED_BY(mu_);
   int64_t used_ ABSL_GUARDED_BY(mu_) = 0;

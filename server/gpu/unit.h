@@ -17,6 +17,7 @@
 #include "gemm/kernel.h"
 #include "server/core/types.h"
 #include "server/gpu/device_context.h"
+#include "server/gpu/pinned_answers.h"
 #include "server/gpu/unit_memory.h"
 
 namespace gemm::gpu {
@@ -35,14 +36,16 @@ struct InCopy {
   bool device = false;  // `host` is a device address (a CUDA IPC region; pinned too)
 };
 
-// One device->host 2D copy of a whole output (item `item`, output `output`) into the response
-// bytes or into `dest` (the problem's shared-memory D; written directly when `pinned`).
+// One device->host 2D copy of a whole output (item `item`, output `output`): into `dest` (the
+// problem's shared-memory D; written directly when `pinned`, else through staging at
+// `stage_off`), or, for the response, into the unit's answer region at `answer_off`.
 struct OutCopy {
   size_t item = 0, output = 0;
-  int64_t dev_off = 0, dpitch = 0, rows = 0, row_bytes = 0, stage_off = 0;
+  int64_t dev_off = 0, dpitch = 0, rows = 0, row_bytes = 0, stage_off = -1;
   char* dest = nullptr;
   bool pinned = false;
-  bool device = false;  // `dest` is a device address (a CUDA IPC region; pinned too)
+  bool device = false;      // `dest` is a device address (a CUDA IPC region; pinned too)
+  int64_t answer_off = -1;  // in the answer region (an answer sent inline), else -1
 };
 
 // One kernel-library call.
@@ -74,7 +77,8 @@ struct Unit {
   std::vector<Launch> launches;
   std::vector<std::vector<core::Output>> outputs;  // per item
   int64_t device_bytes = 0;
-  int64_t staging_bytes = 0;
+  int64_t staging_bytes = 0;    // operands and shared-memory results through staging
+  int64_t answer_bytes = 0;     // the answer region: the results sent inline
   int64_t workspace_bytes = 0;  // the largest any launch needs
   int64_t workspace_off = -1;   // in the device allocation; -1: the stream's own workspace
 
@@ -83,7 +87,10 @@ struct Unit {
   const StreamSlot* kslot = nullptr;  // kernels: slot, or the device's compute stream
   PoolAllocation dev;    // device memory: operands, outputs, workspace (returned on destruction)
   StagingLease staging;  // pinned staging for the copies through it (returned on destruction)
-  bool direct = false;   // operands too large for a staging block: copied from pageable memory
+  // The answer region in a pinned block of its own, its parts sent with the answers; when empty,
+  // the answer region follows the staging_bytes of `staging` and the answers are copied out.
+  AnswerBlock answers;
+  bool direct = false;  // operands too large for a staging block: copied from pageable memory
   // The direct path's copies of operands that arrived in pieces, gathered into one range each.
   std::vector<std::string> gathered;
   // Timing: before H2D, after H2D, after the kernels, after D2H; and (kernels on the compute
@@ -96,6 +103,14 @@ struct Unit {
   absl::Duration launch;        // host time planning and enqueuing (Timing::launch)
   absl::Time gpu_done;          // when the stream callback ran
   absl::Status status;
+
+  // Staging bytes to take: with the answer region unless its own block holds it.
+  int64_t StagingToTake() const { return staging_bytes + (answers.held() ? 0 : answer_bytes); }
+  // Where the D2H copy `o` (through pinned memory, not the direct path) lands.
+  char* Landing(const OutCopy& o) const {
+    if (o.answer_off < 0) return staging.ptr() + o.stage_off;
+    return (answers.held() ? answers.ptr() : staging.ptr() + staging_bytes) + o.answer_off;
+  }
 };
 
 }  // namespace gemm::gpu

@@ -62,17 +62,27 @@ class Planner {
                        row_bytes, dev_off, dpitch, pinned ? -1 : TakeStage(rows * row_bytes),
                        pinned, where == core::HostMemory::kSharedDevice});
   }
-  // D of `p` (item `item`, output `output`): into its shared-memory destination or the response.
+  // Offset of `bytes` in the answer region (the inline results, laid out apart from staging).
+  int64_t TakeAnswer(int64_t bytes) {
+    const int64_t off = answer_;
+    answer_ = RoundUp(answer_ + std::max<int64_t>(bytes, 1), kAlign);
+    return off;
+  }
+  // D of `p` (item `item`, output `output`): into its shared-memory destination (through
+  // staging unless page-locked) or, for the response, the answer region.
   void Out(const core::Problem& p, size_t item, size_t output, int64_t dev_off, int64_t dpitch,
            int64_t rows, int64_t row_bytes) {
     char* dest = p.d_dest.empty() ? nullptr : p.d_dest.data();
     const bool pinned = dest != nullptr && core::CopiedInPlace(p.d_mem);
+    const bool staged = dest != nullptr && !pinned;
     u_->outs.push_back({item, output, dev_off, dpitch, rows, row_bytes,
-                        pinned ? -1 : TakeStage(rows * row_bytes), dest, pinned,
-                        pinned && p.d_mem == core::HostMemory::kSharedDevice});
+                        staged ? TakeStage(rows * row_bytes) : -1, dest, pinned,
+                        pinned && p.d_mem == core::HostMemory::kSharedDevice,
+                        dest == nullptr ? TakeAnswer(rows * row_bytes) : -1});
   }
   int64_t dev_bytes() const { return dev_; }
   int64_t stage_bytes() const { return stage_; }
+  int64_t answer_bytes() const { return answer_; }
   int device() const { return device_; }
 
   // B of `p` on the device: resident replica or an inline copy. Sets *ptr, *ld (elements) and
@@ -173,6 +183,7 @@ class Planner {
   int device_;
   int64_t dev_ = 0;
   int64_t stage_ = 0;
+  int64_t answer_ = 0;
 };
 
 // One problem's rows in a stack: problem `output` of item `item`.
@@ -443,7 +454,9 @@ absl::Status BuildPlan(Unit& u, uintptr_t base, int device, bool measure) {
   if (measure) {
     u.device_bytes = pl.dev_bytes();
     u.staging_bytes = pl.stage_bytes();
-  } else if (pl.dev_bytes() != u.device_bytes || pl.stage_bytes() != u.staging_bytes) {
+    u.answer_bytes = pl.answer_bytes();
+  } else if (pl.dev_bytes() != u.device_bytes || pl.stage_bytes() != u.staging_bytes ||
+             pl.answer_bytes() != u.answer_bytes) {
     return absl::InternalError("plan changed between passes");
   }
   return absl::OkStatus();

@@ -73,6 +73,13 @@ ABSL_FLAG(double, qualification_deadline_s, kCuda.qualification_deadline_s,
           "CUDA: seconds the whole qualification of one GPU may take; variants not qualified by "
           "then are served through cuBLASLt (default 120).");
 
+// Inline answers sent from pinned staging.
+ABSL_FLAG(double, pinned_answer_fraction, kCuda.pinned_answer_fraction,
+          "CUDA: the largest share of the pinned staging pool (fraction, 0 to 1; default 0.25) "
+          "that inline answers waiting to be sent may hold. Within it, inline results are sent "
+          "from pinned memory without a copy out of staging; beyond it, or when the pool has no "
+          "free block at once, they are copied out. 0: always copied.");
+
 #ifdef GEMM_HAVE_CUDA_BACKEND
 namespace gemm::server {
 
@@ -81,6 +88,7 @@ void ApplyCudaFlags(ServerOptions& options) {
   c.pool_cap_bytes = absl::GetFlag(FLAGS_pool_cap_bytes);
   c.staging_bytes = absl::GetFlag(FLAGS_staging_bytes);
   c.staging_slab_bytes = absl::GetFlag(FLAGS_staging_slab_bytes);
+  c.pinned_answer_fraction = absl::GetFlag(FLAGS_pinned_answer_fraction);
   c.host_copy_threads = absl::GetFlag(FLAGS_host_copy_threads);
   c.host_copy_chunk_bytes = absl::GetFlag(FLAGS_host_copy_chunk_bytes);
   c.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);

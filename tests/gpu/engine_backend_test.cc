@@ -18,6 +18,7 @@
 #include "gemm/kernel.h"
 #include "gtest/gtest.h"
 #include "server/gpu/cuda_backend.h"
+#include "tests/gpu/engine_harness.h"
 #include "tests/gpu/engine_test_util.h"
 
 namespace gemm::gpu {
@@ -25,98 +26,19 @@ namespace {
 
 using ::gemm::gpu::testing::CheckEntry;
 using ::gemm::gpu::testing::FakeSource;
+using ::gemm::gpu::testing::FastOptions;
 using ::gemm::gpu::testing::FillRandom;
+using ::gemm::gpu::testing::Harness;
 using ::gemm::gpu::testing::HostOperands;
+using ::gemm::gpu::testing::kWait;
 using ::gemm::gpu::testing::MakeBatch;
 using ::gemm::gpu::testing::MakeItem;
+using ::gemm::gpu::testing::MakeProblem;
 using ::gemm::gpu::testing::Outcome;
+using ::gemm::gpu::testing::PushRouted;
 using ::gemm::gpu::testing::Register;
+using ::gemm::gpu::testing::RunOne;
 using ::gemm::gpu::testing::Tolerance;
-
-constexpr absl::Duration kWait = absl::Seconds(120);
-
-#define SKIP_WITHOUT_GPU() \
-  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device"
-
-// A started backend and its source; stops both at the end of the test.
-struct Harness {
-  std::unique_ptr<core::Backend> backend;
-  FakeSource source;
-  bool stopped = false;
-
-  explicit Harness(CudaBackendOptions options, std::function<void()> before_next = nullptr) {
-    source.before_next = std::move(before_next);
-    auto b = CreateCudaBackend(options);
-    EXPECT_TRUE(b.ok()) << b.status();
-    if (!b.ok()) return;
-    backend = std::move(*b);
-    EXPECT_TRUE(backend->Start(&source).ok());
-  }
-  void Stop() {
-    if (stopped || backend == nullptr) return;
-    stopped = true;
-    source.Shutdown();
-    backend->Stop();
-  }
-  ~Harness() { Stop(); }
-  // Pool bytes in use on `device`, or summed over every GPU when `device` is -1 (so the checks
-  // hold whichever GPU a request or matrix was placed on).
-  int64_t PoolUsed(int device = -1) const {
-    int64_t used = 0;
-    for (const auto& d : backend->Describe().devices) {
-      if (device < 0 || d.ordinal == device) used += d.pool_used_bytes;
-    }
-    return used;
-  }
-};
-
-CudaBackendOptions FastOptions() {
-  CudaBackendOptions o;
-  o.self_test = false;
-  o.staging_bytes = 256 << 20;
-  o.executor.gpu_timing_every = 1;  // the tests read every answer's GPU timing
-  return o;
-}
-
-core::Problem MakeProblem(int64_t m, int64_t n, int64_t k, core::BLayout layout, core::DType out,
-                          int64_t count = 1) {
-  core::Problem p;
-  p.m = m;
-  p.n = n;
-  p.k = k;
-  p.count = count;
-  p.b_layout = layout;
-  p.out_dtype = out;
-  return p;
-}
-
-// Where the batcher would send `items` (all in one batch): the device their resident B lives on
-// (the first replica), or any device (-1) when they reference no resident matrix.
-int HomeDevice(const std::vector<std::shared_ptr<core::WorkItem>>& items) {
-  for (const auto& item : items) {
-    for (const core::Problem& p : item->request.problems) {
-      if (p.b_resident != nullptr && !p.b_resident->desc().devices.empty()) {
-        return p.b_resident->desc().devices[0];
-      }
-    }
-  }
-  return -1;
-}
-
-// Queues `items` as one batch for the device the batcher would pick.
-void PushRouted(Harness& h, std::vector<std::shared_ptr<core::WorkItem>> items) {
-  const int device = HomeDevice(items);
-  h.source.Push(MakeBatch(std::move(items)), device);
-}
-
-// Runs `request` alone and waits for it.
-absl::StatusOr<core::GemmResult> RunOne(Harness& h, core::GemmRequest request) {
-  Outcome out;
-  PushRouted(h, {MakeItem(std::move(request), &out)});
-  if (!out.done.WaitForNotificationWithTimeout(kWait)) return absl::DeadlineExceededError("hang");
-  EXPECT_EQ(out.calls, 1);
-  return std::move(out.result);
-}
 
 class EngineTest : public ::testing::Test {
  protected:
@@ -319,8 +241,8 @@ TEST_F(EngineTest, ExpertGroupsOfManyRequestsRunAsOneUnit) {
       EXPECT_LE(CheckEntry(p, t.outputs[j], 0, bytes[expert_of[r][j]]),
                 Tolerance(core::DType::kBF16))
           << "request " << r << " problem " << j << " (expert " << expert_of[r][j] << ")";
-      std::vector<float> a = DecodeOutput(t.outputs[j].data, false);
-      std::vector<float> b = DecodeOutput(alone[r].result->outputs[j].data, false);
+      std::vector<float> a = DecodeOutput(t.outputs[j].bytes(), false);
+      std::vector<float> b = DecodeOutput(alone[r].result->outputs[j].bytes(), false);
       std::vector<double> bd(b.begin(), b.end());
       EXPECT_LE(RelativeError(a, bd), 8e-3) << "request " << r << " problem " << j;
     }
@@ -490,8 +412,8 @@ TEST_F(EngineTest, CoalescedBatchOnResident8192EqualsPerItemResults) {
     EXPECT_EQ(alone[i].result->timing.batch_requests, 1);
     // Equal up to BF16 rounding of different accumulation orders (the kernel may split K
     // differently for M=16 and M=256): compare relative Frobenius error.
-    std::vector<float> a = DecodeOutput(t.outputs[0].data, false);
-    std::vector<float> b = DecodeOutput(alone[i].result->outputs[0].data, false);
+    std::vector<float> a = DecodeOutput(t.outputs[0].bytes(), false);
+    std::vector<float> b = DecodeOutput(alone[i].result->outputs[0].bytes(), false);
     std::vector<double> bd(b.begin(), b.end());
     EXPECT_LE(RelativeError(a, bd), 8e-3) << "item " << i;
   }
@@ -559,7 +481,8 @@ int WrongOfMixedDecodeUnits(const CudaBackendOptions& o, absl::BitGen& gen_) {
       continue;
     }
     const Case& c = cases[i % cases.size()];
-    const double err = RelativeError(DecodeOutput(outs[i].result->outputs[0].data, false), c.ref);
+    const double err =
+        RelativeError(DecodeOutput(outs[i].result->outputs[0].bytes(), false), c.ref);
     if (!(err <= 8e-3)) {
       if (++wrong <= 5) ADD_FAILURE() << "request " << i << " (M=" << c.rows << "): error " << err;
     }

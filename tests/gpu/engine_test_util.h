@@ -144,9 +144,9 @@ inline double CheckEntry(const core::Problem& p, const core::Output& out, int64_
                      p.out_dtype == core::DType::kFP32);
   }
   std::vector<double> ref = ReferenceGemm(rp, a, b, c);
-  if (static_cast<int64_t>(out.data.size()) != p.count * mn * es) return INFINITY;
-  std::vector<float> got = DecodeOutput(absl::string_view(out.data).substr(e * mn * es, mn * es),
-                                        p.out_dtype == core::DType::kFP32);
+  if (static_cast<int64_t>(out.bytes().size()) != p.count * mn * es) return INFINITY;
+  std::vector<float> got =
+      DecodeOutput(out.bytes().substr(e * mn * es, mn * es), p.out_dtype == core::DType::kFP32);
   return RelativeError(got, ref);
 }
 

@@ -145,6 +145,21 @@ TEST(MetricsTest, ConnectionsShedFollowTheListenersTotals) {
   EXPECT_TRUE(Has(text, "gemm_connections_shed_total{reason=\"out_of_descriptors\"} 12")) << text;
 }
 
+TEST(MetricsTest, StagingAndInlineAnswersFollowTheBackendsTotals) {
+  auto m = *Metrics::Create(0);
+  m->SetStaging({.used_bytes = 3 << 20,
+                 .answer_bytes = 1 << 20,
+                 .answer_max_bytes = 8 << 20,
+                 .pinned_answers = 40,
+                 .copied_answers = 2});
+  m->SetStaging({.used_bytes = 0, .pinned_answers = 35, .copied_answers = 5});  // never goes back
+  const std::string text = m->Serialize();
+  EXPECT_TRUE(Has(text, "gemm_staging_bytes_in_use 0")) << text;
+  EXPECT_TRUE(Has(text, "gemm_pinned_answer_bytes 0")) << text;
+  EXPECT_TRUE(Has(text, "gemm_inline_answers_total{from=\"pinned\"} 40")) << text;
+  EXPECT_TRUE(Has(text, "gemm_inline_answers_total{from=\"copied\"} 5")) << text;
+}
+
 TEST(MetricsTest, KernelInfoReplacesPreviousKernel) {
   auto m = *Metrics::Create(0);
   m->SetKernel(0, "sm90_wgmma");

@@ -107,7 +107,11 @@ TEST(UnitPlan, InlineProblemPitchesRowsTo16BytesAndStagesEveryOperand) {
     EXPECT_EQ(in.stage_off % 256, 0);
     EXPECT_LE(in.stage_off + in.rows * in.row_bytes, u.staging_bytes);
   }
-  EXPECT_LE(u.outs[0].stage_off + 5 * 18, u.staging_bytes);
+  // D, sent inline, lies in the answer region (apart from staging), not in staging.
+  EXPECT_EQ(u.outs[0].stage_off, -1);
+  EXPECT_EQ(u.outs[0].answer_off, 0);
+  EXPECT_EQ(u.answer_bytes, 256);         // 90 bytes, rounded to the staging alignment
+  EXPECT_EQ(u.staging_bytes, 256 + 256);  // A and B
   // One launch whose pointers are the planned offsets from the base.
   ASSERT_EQ(u.launches.size(), 1u);
   const kernel::Problem& kp = u.launches[0].batch.problem;
@@ -140,6 +144,13 @@ TEST(UnitPlan, StackedItemsShareOneBAndLieBackToBack) {
   EXPECT_EQ(u.ins[2].stage_off, u.ins[1].stage_off + 3 * 1024);
   EXPECT_EQ(u.outs[1].dev_off, u.outs[0].dev_off + 16 * 512);
   EXPECT_EQ(u.outs[2].item, 2u);
+  // D rows back to back in the answer region too (one copy out), each answer at an aligned start
+  // so it can be returned on its own.
+  EXPECT_EQ(u.outs[0].answer_off, 0);
+  EXPECT_EQ(u.outs[1].answer_off, 16 * 512);
+  EXPECT_EQ(u.outs[2].answer_off, 19 * 512);
+  EXPECT_EQ(u.answer_bytes, 27 * 512);
+  EXPECT_EQ(u.staging_bytes, 27 * 1024);  // the A rows only
   // One GEMM over all 27 rows, reading the resident B in place.
   ASSERT_EQ(u.launches.size(), 1u);
   ASSERT_FALSE(u.launches[0].grouped);
@@ -246,8 +257,27 @@ TEST(UnitPlan, PinnedSharedMemoryIsCopiedInPlace) {
   ASSERT_EQ(u.outs.size(), 1u);
   EXPECT_TRUE(u.outs[0].pinned);
   EXPECT_EQ(u.outs[0].dest, d.data());
+  EXPECT_EQ(u.outs[0].answer_off, -1);  // not an inline answer
+  EXPECT_EQ(u.answer_bytes, 0);
   // Staging holds B only (K x N BF16).
   EXPECT_EQ(u.staging_bytes, 16 * 32 * 2);
+}
+
+TEST(UnitPlan, SharedMemoryNotPageLockedGoesThroughStagingNotTheAnswerRegion) {
+  Fixture f;
+  core::GemmRequest r = f.Single(4, 32, 16);
+  core::Problem& p = r.problems[0];
+  std::string d(4 * 32 * 2, '\0');
+  p.d_dest = absl::Span<char>(d.data(), d.size());
+  p.d_mem = core::HostMemory::kShared;
+  Unit u = f.MakeUnit(UnitShape::kStacked, {r});
+  ASSERT_TRUE(Plan(u).ok());
+  ASSERT_EQ(u.outs.size(), 1u);
+  EXPECT_FALSE(u.outs[0].pinned);
+  EXPECT_EQ(u.outs[0].answer_off, -1);
+  EXPECT_EQ(u.outs[0].stage_off % 256, 0);
+  EXPECT_LE(u.outs[0].stage_off + 4 * 32 * 2, u.staging_bytes);
+  EXPECT_EQ(u.answer_bytes, 0);
 }
 
 TEST(UnitPlan, GroupsSplitByOutputDtypeAndLayoutAndBatchesExpand) {
