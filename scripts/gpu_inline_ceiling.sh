@@ -27,7 +27,8 @@
 #   read          1 MiB HTTP/2 frames and socket reads of 256 KiB to 16 MiB
 # For each run: the loadgen's report, the CPU time of the server and of the load generator over
 # the loadgen's run (NAME.cpu), CPU per thread name of the server over WINDOW_S seconds mid-run
-# (NAME.threads, scripts/lib/thread_cpu.sh) and the GPU's utilization (NAME.util). Writes
+# (NAME.threads, scripts/lib/thread_cpu.sh) and of the load generator (NAME.lg_threads), and the
+# GPU's utilization (NAME.util). Writes
 # $OUT/inline_ceiling.txt: per load and transport, each server's req/s, payload GB/s each way,
 # server and loadgen CPU per request, event-timed GPU time per request, answers checked and
 # mismatches, and gemm's throughput and CPU per request against echo-d's. A run takes about 15 s:
@@ -119,7 +120,13 @@ ceiling_run() {
   (
     timeout 120 gemm_loadgen --target=127.0.0.1:$PORT --warmup_s=1 --window_s=2 \
       --max_windows=3 --progress=off --verify_fraction=$verify --json="$OUT/$name.json" \
-      "${lf[@]}" "${tf[@]}" >"$OUT/$name.txt" 2>&1
+      "${lf[@]}" "${tf[@]}" >"$OUT/$name.txt" 2>&1 &
+    guard=$!
+    # The load generator's own threads, over the same window as the server's.
+    (sleep 3 && thread_cpu "$(cut -d' ' -f1 "/proc/$guard/task/$guard/children")" "$WINDOW_S" \
+      >"$OUT/$name.lg_threads") 2>/dev/null &
+    wait "$guard"
+    wait
     times >"$OUT/$name.times"
   )
   t1=$(date +%s.%N)

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Summary of scripts/gpu_inline_ceiling.sh's runs under a folder (reports named
-LOAD.TRANSPORT.SERVER.json, with NAME.cpu and NAME.threads beside them): per run the throughput,
+LOAD.TRANSPORT.SERVER.json, with NAME.cpu, NAME.threads and NAME.lg_threads beside them): per run
+the throughput,
 payload GB/s each way, CPU microseconds per request of the server and of the load generator, the
 GPU's event-timed kernel time per request (the batch's kernel time over the requests in it), the
 answers checked and the mismatches; then, per load and transport, gemm's throughput and server CPU
 per request against the D-sized echo's (the round-trip ceiling), this build's server against a
-baseline build's (main-gemm), batching on against off, and the busiest threads of each server.
+baseline build's (main-gemm), batching on against off, and the busiest threads of each server and
+of the load generator that drove it.
 
 Usage: inline_ceiling_summary.py OUT_DIR
 """
@@ -14,6 +16,16 @@ import sys
 
 import loadgen_report
 from decode_summary import cpu_us_per_request
+
+
+def busiest(path, lines=4):
+    """The first `lines` lines of a thread_cpu report (scripts/lib/thread_cpu.sh), joined; empty
+    when there is none."""
+    try:
+        with open(path) as t:
+            return "; ".join(" ".join(line.split()) for line in t.readlines()[:lines])
+    except OSError:
+        return ""
 
 
 def runs(out):
@@ -28,18 +40,13 @@ def runs(out):
         st = loadgen_report.server_timing_us(p)
         srv, lg = cpu_us_per_request(os.path.join(out, name + ".cpu"), p["throughput_rps"])
         batch = st.get("batch_requests") or float("nan")
-        threads = ""
-        try:
-            with open(os.path.join(out, name + ".threads")) as t:
-                threads = "; ".join(" ".join(line.split()) for line in t.readlines()[:4])
-        except OSError:
-            pass
         found[tuple(parts)] = {
             "rps": p["throughput_rps"], "in": p.get("request_gbps", float("nan")),
             "out": p.get("response_gbps", float("nan")), "srv": srv, "lg": lg,
             "gpu": st.get("compute", float("nan")) / batch if batch else float("nan"),
             "checked": p["verify"]["checked"], "mismatches": p["verify"]["mismatches"],
-            "errors": p["requests_failed"], "threads": threads}
+            "errors": p["requests_failed"], "threads": busiest(os.path.join(out, name + ".threads")),
+            "lg_threads": busiest(os.path.join(out, name + ".lg_threads"))}
     return found
 
 
@@ -80,10 +87,11 @@ def main():
     for load, transport, on, off in paired(found, "gemm", "gemm-nobatch"):
         print(f"  {load:12} {transport:14} {ratio(on['rps'], off['rps']):5.2f}x  GPU "
               f"{on['gpu']:.1f} on, {off['gpu']:.1f} off")
-    print("\nbusiest server threads (percent of one core over the sampled window):")
-    for (load, transport, server), r in sorted(found.items()):
-        if r["threads"]:
-            print(f"  {load}.{transport}.{server}: {r['threads']}")
+    for key, who in (("threads", "server"), ("lg_threads", "load generator")):
+        print(f"\nbusiest {who} threads (percent of one core over the sampled window):")
+        for (load, transport, server), r in sorted(found.items()):
+            if r[key]:
+                print(f"  {load}.{transport}.{server}: {r[key]}")
 
 
 if __name__ == "__main__":
