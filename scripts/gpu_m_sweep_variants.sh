@@ -15,7 +15,8 @@
 # Env: REPS (default 20), WARMUP (default 3), BUDGET_S, and the M range of the forced variants:
 # MIN_M (default 1), MAX_M (default 1024). SWAP=1 measures the swap-AB tiles instead: the
 # dispatch, the dispatch without swap-AB tiles ("plain", the whole set) and each swap-AB width
-# in 1- and 2-CTA clusters.
+# in 1- and 2-CTA clusters. SHAPES=FILE times the rows of FILE (the format of
+# bench/shapes/m_sweep.txt) instead of the m_sweep set, in every variant.
 set -uo pipefail
 # shellcheck source=lib/gpu_env.sh
 source "$(dirname "$0")/lib/gpu_env.sh"
@@ -28,7 +29,7 @@ budget=${BUDGET_S:-300}
 log=$OUT/m_sweep-variants.log
 shapes=$(mktemp -d)
 awk -v min="$min_m" -v max="$max_m" '/^#/ || ($1 >= min && $1 <= max)' \
-  "$root/bench/shapes/m_sweep.txt" >"$shapes/m_sweep.txt"
+  "${SHAPES:-$root/bench/shapes/m_sweep.txt}" >"$shapes/m_sweep.txt"
 : >"$log"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu \
   --format=csv >>"$log"
@@ -73,6 +74,7 @@ for v in "${variants[@]}"; do
   fi
   dir=$root/bench/shapes
   [ "$name" != dispatch ] && [ "$name" != plain ] && dir=$shapes
+  [ -n "${SHAPES:-}" ] && dir=$shapes
   echo "## $name: gemm_bench --set m_sweep --layout both --check --json ${flags[*]}" >>"$log"
   t0=$SECONDS
   timeout 120 gemm_bench --set m_sweep --shapes "$dir" --layout both --check --json \

@@ -210,18 +210,29 @@ int64_t NumTiles(const ShapeQuery& q, const TileConfig& cfg) {
 // these bands take the plain tiles' geomean against cuBLAS from 0.870 to 1.000 (every row's
 // best width: 1.001; worst row 0.865, 14336x4096 M = 272), B [N,K]'s from 0.861 to 0.983. Where
 // plain tiles stay: M <= 128 (swap within -2% to +5% of them), 241-256 and 481-512 (whole 128-row
-// tiles; the 240-row width pads to a third tile, plain faster on 3-4 of 5 shapes), and from 513 the
-// swap-AB tiles win only while four M tiles fill few waves: M = 640 and 768 for N <= 14336 by 2-17%
-// (e.g. 4096x14336 M = 640: 138.0 -> 99.0 us), but N = 28672 is 1-3% slower; 1024 rows are slower
-// everywhere.
+// tiles; the 240-row width pads to a third tile, plain faster on 3-4 of 5 shapes), 961-1024 (plain
+// 0.986 against 0.93-0.95) and 577-768 where four M tiles fill more than four waves (N = 28672:
+// within 1% either way, plain measured first).
+// Above 512 rows, a dense grid (M = 400-1024 in steps of 16, the same five shapes, both layouts;
+// H200) chose the number of tiles: three at 513-576 (176-192 rows; four 144-row tiles only when
+// they fit one wave, N <= 4224), four in 2-CTA clusters at 577-960. Over that grid these bands
+// take the geomean against cuBLAS from 0.969 (bands to 768 only) to 0.996 (every row's best
+// width: 1.005): 513-576 0.918 -> 0.971, 769-960 0.934 -> 1.005 (e.g. 8192x8192 M = 784: plain
+// 169 us, cuBLAS 138).
 bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg) {
   if (q.batch > 1 || q.tiles_hint != 0 || CeilDiv(q.k, 64) < 64) return false;
+  const int64_t n_tiles = CeilDiv(q.n, 128);
   int m_tiles = 0, cluster = 1;
   if (q.m > 128 && q.m <= 240) {
     m_tiles = 1;
   } else if (q.m > 256 && q.m <= 480) {
     m_tiles = 2;
-  } else if (q.m > 512 && q.m <= 768 && CeilDiv(q.n, 128) * 4 <= 4 * int64_t{sm_count}) {
+  } else if (q.m > 512 && q.m <= 576) {
+    const bool four_fit_one_wave = n_tiles * 4 <= sm_count;
+    m_tiles = four_fit_one_wave ? 4 : 3, cluster = four_fit_one_wave ? 2 : 1;
+  } else if (q.m > 576 && q.m <= 768 && n_tiles * 4 <= 4 * int64_t{sm_count}) {
+    m_tiles = 4, cluster = 2;
+  } else if (q.m > 768 && q.m <= 960) {
     m_tiles = 4, cluster = 2;
   } else {
     return false;

@@ -67,10 +67,11 @@ struct ShapeRule {
   int block_m = 128, block_n = 256, cluster_m = 1, tail_splits = 0, stages = 0;
 };
 
-// The swap-AB tiles' measured bands (single problems, batch 1, K >= 4096): M is cut
-// into `m_tiles` equal tiles of the narrowest compiled width that holds them (M = 129-240: one
-// tile, 257-480: two, 513-768: four while those tiles fill at most four waves), in 1-CTA
-// clusters (2 for four tiles). Sets *cfg and returns true where a band applies.
+// The swap-AB tiles' measured bands (single problems, batch 1, K >= 4096): M is cut into equal
+// tiles of the narrowest compiled width that holds them: M = 129-240 one tile, 257-480 two,
+// 513-576 three (four when four fit one wave), 577-768 four while they fill at most four waves,
+// 769-960 four; in 1-CTA clusters, 2-CTA for four tiles. Sets *cfg and returns true where a
+// band applies.
 bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg);
 
 // The rules ChooseConfig applies, in order.

@@ -267,7 +267,8 @@ TEST(HeuristicsSm90, SwapTilesFitTheRowsOfCoalescedBatches) {
     int width, cluster;
   } want[] = {{129, 144, 1}, {160, 160, 1}, {208, 208, 1}, {240, 240, 1}, {257, 144, 1},
               {272, 144, 1}, {320, 160, 1}, {384, 192, 1}, {448, 224, 1}, {480, 240, 1},
-              {513, 144, 2}, {640, 160, 2}, {768, 192, 2}};
+              {513, 176, 1}, {576, 192, 1}, {577, 160, 2}, {640, 160, 2}, {768, 192, 2},
+              {800, 208, 2}, {960, 240, 2}};
   for (const auto& w : want) {
     SCOPED_TRACE(testing::Message() << "M " << w.m);
     q.m = w.m;
@@ -285,7 +286,7 @@ TEST(HeuristicsSm90, SwapTilesFitTheRowsOfCoalescedBatches) {
 TEST(HeuristicsSm90, SwapTilesOnlyWhereTheyApply) {
   ShapeQuery q;
   q.n = 8192, q.k = 8192;
-  for (int64_t m : {1, 64, 128, 241, 256, 481, 512, 769, 1024, 4096}) {
+  for (int64_t m : {1, 64, 128, 241, 256, 481, 512, 961, 1024, 4096}) {
     q.m = m;
     EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab) << "M " << m;
   }
@@ -302,6 +303,16 @@ TEST(HeuristicsSm90, SwapTilesOnlyWhereTheyApply) {
   EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
   q.n = 14336;  // 3.4 waves
   EXPECT_TRUE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.m = 800, q.n = 28672;  // 769-960: any N
+  EXPECT_TRUE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.m = 544, q.n = 4096;  // four 144-row tiles fit one wave
+  TileConfig four = ChooseConfig(q, kH100Sms, kSmemOptin);
+  EXPECT_EQ(four.block_n, 144);
+  EXPECT_EQ(four.cluster_m, 2);
+  q.n = 8192;  // they would not: three 192-row tiles
+  TileConfig three = ChooseConfig(q, kH100Sms, kSmemOptin);
+  EXPECT_EQ(three.block_n, 192);
+  EXPECT_EQ(three.cluster_m, 1);
 }
 
 TEST(HeuristicsSm90, ShapeRulesNameCompiledLaunches) {
