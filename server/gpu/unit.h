@@ -104,8 +104,6 @@ struct Unit {
   absl::Time gpu_done;          // when the stream callback ran
   absl::Status status;
 
-  // Staging bytes to take: with the answer region unless its own block holds it.
-  int64_t StagingToTake() const { return staging_bytes + (answers.held() ? 0 : answer_bytes); }
   // Where the D2H copy `o` (through pinned memory, not the direct path) lands.
   char* Landing(const OutCopy& o) const {
     if (o.answer_off < 0) return staging.ptr() + o.stage_off;
