@@ -41,8 +41,17 @@ __global__ void DelayKernel(uint64_t ns) {
 
 __global__ void ReadAllKernel(const uint4* p, int64_t n, unsigned* sink) {
   uint32_t x = 0;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  // Four independent loads in flight per thread and step (the step covers four grid widths).
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = __ldcs(p + i + j * stride);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) x ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+  }
+  for (; i < n; i += stride) {
     const uint4 v = __ldcs(p + i);
     x ^= v.x ^ v.y ^ v.z ^ v.w;
   }

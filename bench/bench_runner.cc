@@ -389,7 +389,21 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
   }
 
   TimeBoth(ours, cublas, *nsets, &row);
+  if (opts_.read_floor) TimeReadB(args, s.batch * b_elems * 2, &row);
   return row;
+}
+
+void Bench::TimeReadB(const std::vector<StridedBatch>& args, int64_t b_bytes, BenchRow* row) {
+  DeviceArena arena;
+  absl::StatusOr<void*> sink = arena.Alloc(sizeof(unsigned));
+  if (!sink.ok()) return;
+  auto read = [&](int i) {
+    return Cuda(LaunchReadAll(args[i].problem.b, b_bytes & ~int64_t{15},
+                              static_cast<unsigned*>(*sink), stream_),
+                "read kernel");
+  };
+  absl::StatusOr<std::vector<double>> t = TimeMedians({read}, static_cast<int>(args.size()));
+  if (t.ok()) row->read_b_ms = (*t)[0];
 }
 
 BenchRow Bench::RunGrouped(const std::string& set, const std::vector<Shape>& shapes, BLayout layout,

@@ -39,6 +39,7 @@ struct BenchOptions {
   bool stream_k = false;   // with direct_small_m: stream-K grid only (no cluster split-K)
   double mem_fraction = 0.6;  // share of free device memory the operand sets may use
   bool same_set = false;      // both implementations of a rep on one operand set (L2-warm cuBLAS)
+  bool read_floor = false;    // also time a read-only kernel over each strided row's B
 };
 
 // One measured line.
@@ -53,7 +54,10 @@ struct BenchRow {
   double bytes = 0;  // A, B and D once each
   double rel_err = std::numeric_limits<double>::quiet_NaN();  // with --check
   uint64_t bad = 0;                                           // NaN / Inf outputs with --check
-  int64_t ctas = 0;   // small-M grid size (stream-K CTAs) when the small-M path runs
+  int64_t ctas = 0;  // small-M grid size (stream-K CTAs) when the small-M path runs
+  // With read_floor: a read-only kernel's time over the row's B (same operand-set rotation), the
+  // least time any kernel that reads the weight once can take at this size.
+  double read_b_ms = std::numeric_limits<double>::quiet_NaN();
   std::string ours;   // what ran as "ours"
   std::string error;  // empty when the row is valid
 };
@@ -105,6 +109,9 @@ class Bench {
   // row->error.
   void TimeBoth(const std::function<absl::Status(int)>& ours,
                 const std::function<absl::Status(int)>& cublas, int nsets, BenchRow* row);
+  // Times LaunchReadAll over B of each operand set of `args` in turn into row->read_b_ms (left
+  // NaN on failure).
+  void TimeReadB(const std::vector<kernel::StridedBatch>& args, int64_t b_bytes, BenchRow* row);
   // Number of operand sets of `set_bytes` so that together they exceed L2 and fit memory.
   absl::StatusOr<int> RotationCount(double set_bytes);
   uint64_t NextSeed() { return seed_ += 0x9E3779B97F4A7C15ull; }

@@ -32,7 +32,7 @@ constexpr char kUsage[] =
     "                  [--layout nk|kn|both] [--dtype bf16|f32] [--json] [--csv] [--check]\n"
     "                  [--reps N] [--warmup N] [--shapes DIR] [--direct] [--ctas N]\n"
     "                  [--sm90_main] [--no_split] [--split N] [--tile MxN] [--swap_ab on|off]\n"
-    "                  [--stages N]\n"
+    "                  [--stages N] [--read_floor]\n"
     "                  [--cluster N] [--group_m N] [--debug_flags N] [--same_set] [--stream_k]\n"
     "  --set     all: decode, large, batched, grouped, moe; m_sweep (M from 1 to 8192 against\n"
     "            five weight shapes) runs only when named\n"
@@ -56,6 +56,8 @@ constexpr char kUsage[] =
     "  --ctas    with --direct: force the small-M grid size (stream-K CTAs)\n"
     "  --stream_k  with --direct: the small-M stream-K grid even where the dispatch would\n"
     "            use a tile-aligned grid (whole tiles or cluster split-K)\n"
+    "  --read_floor  also time a read-only kernel over each row's B (JSON read_b_ms,\n"
+    "            ours_pct_read): the least time any kernel reading the weight once can take\n"
     "  --same_set  time both implementations of a rep on one operand set (cuBLAS then runs\n"
     "            on operands ours has just brought into L2; default: a fresh set per launch)\n";
 
@@ -103,6 +105,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->bench.debug_flags = std::atoi(v.c_str());
     } else if (arg == "--stream_k") {
       f->bench.stream_k = true;
+    } else if (arg == "--read_floor") {
+      f->bench.read_floor = true;
     } else if (arg == "--direct") {
       f->bench.direct_small_m = true;
     } else if (arg == "--set" && value(&v)) {
@@ -159,14 +163,41 @@ std::string JsonRow(const BenchRow& r, const std::string& device, double copy_gb
       "\"b_layout\":\"%s\",\"d_dtype\":\"%s\",\"ours_ms\":%s,\"cublas_ms\":%s,"
       "\"ours_tflops\":%s,\"cublas_tflops\":%s,\"ratio\":%s,\"ours_gbps\":%s,"
       "\"cublas_gbps\":%s,\"copy_gbps\":%s,\"ours_pct_copy\":%s,\"rel_err\":%s,\"bad\":%d,"
-      "\"ctas\":%d,\"ours\":\"%s\",\"device\":\"%s\",\"date\":\"%s\",\"error\":\"%s\"}",
+      "\"read_b_ms\":%s,\"ours_pct_read\":%s,\"ctas\":%d,\"ours\":\"%s\",\"device\":\"%s\","
+      "\"date\":\"%s\",\"error\":\"%s\"}",
       r.set, r.shape.m, r.shape.n, r.shape.k, r.shape.batch, r.problems, LayoutName(r.layout),
       dtype, num(r.ours_ms), num(r.cublas_ms), num(Tflops(r.flops, r.ours_ms)),
       num(Tflops(r.flops, r.cublas_ms)), num(ratio), num(Gbps(r.bytes, r.ours_ms)),
       num(Gbps(r.bytes, r.cublas_ms)), num(copy_gbps),
-      num(100.0 * Gbps(r.bytes, r.ours_ms) / copy_gbps), num(r.rel_err), r.bad, r.ctas, r.ours,
-      device, date, r.error);
+      num(100.0 * Gbps(r.bytes, r.ours_ms) / copy_gbps), num(r.rel_err), r.bad, num(r.read_b_ms),
+      num(100.0 * r.read_b_ms / r.ours_ms), r.ctas, r.ours, device, date, r.error);
 }
+
+// With --read_floor: how close each row's kernel and the read-only kernel over its B come to the
+// copy rate, over the rows of one set.
+struct ReadFloorSummary {
+  double floor_sum = 0, floor_min = 1e9, ours_sum = 0, ours_min = 1e9;
+  int n = 0;
+
+  void Add(const BenchRow& r, double copy_gbps) {
+    if (!std::isfinite(r.read_b_ms) || !(r.ours_ms > 0)) return;
+    const double b_bytes = static_cast<double>(r.shape.batch) * r.shape.n * r.shape.k * 2.0;
+    const double floor_pct = 100.0 * Gbps(b_bytes, r.read_b_ms) / copy_gbps;
+    const double ours_pct = 100.0 * r.read_b_ms / r.ours_ms;
+    floor_sum += floor_pct;
+    floor_min = std::min(floor_min, floor_pct);
+    ours_sum += ours_pct;
+    ours_min = std::min(ours_min, ours_pct);
+    ++n;
+  }
+  void Print(FILE* out, const std::string& set) const {
+    if (n == 0) return;
+    std::fprintf(out,
+                 "%s: a read-only kernel over B alone reaches %%copy mean %.1f min %.1f; ours "
+                 "runs at %.1f%% of its speed (min %.1f)\n",
+                 set.c_str(), floor_sum / n, floor_min, ours_sum / n, ours_min);
+  }
+};
 
 }  // namespace
 
@@ -250,6 +281,7 @@ int main(int argc, char** argv) {
     // log_floor: the same with an empty kernel's time added to each row (no launch is cheaper).
     double log_sum = 0, log_bound = 0, log_floor = 0, pct_min = 1e9, pct_sum = 0;
     int n = 0;
+    ReadFloorSummary read_floor;
     for (const BenchRow& r : *rows) {
       const double ratio = r.cublas_ms / r.ours_ms;
       const double gbps = Gbps(r.bytes, r.ours_ms);
@@ -285,7 +317,9 @@ int main(int argc, char** argv) {
         pct_sum += 100.0 * gbps / *copy;
         ++n;
       }
+      read_floor.Add(r, *copy);
     }
+    read_floor.Print(table, set);
     if (n > 0) {
       std::fprintf(table, "%s: geomean ratio %.3f over %d rows; ours %%copy mean %.1f min %.1f\n",
                    set.c_str(), std::exp(log_sum / n), n, pct_sum / n, pct_min);
