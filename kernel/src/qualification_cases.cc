@@ -99,7 +99,7 @@ std::vector<QualificationCase> Sm100Cases(int sm_count) {
 }
 
 // The SM90 variant (sm90/sm90_variant.h) a case runs, as the dispatch and the launcher will
-// choose it: the small-M kernel for M <= kSmallMMaxRows, else the tile of ChooseConfig (one
+// choose it: the small-M kernel where UseSmallM says so, else the tile of ChooseConfig (one
 // problem) or ChooseGroupConfig (a group, members in launch order).
 int Sm90VariantOf(const QualificationCase& c, int sm_count) {
   const QualificationProblem& p = c.problems[0];
@@ -113,7 +113,7 @@ int Sm90VariantOf(const QualificationCase& c, int sm_count) {
     });
     cfg = sm90::ChooseGroupConfig(members, f32, kn, sm_count, kSm90SmemOptin);
   } else {
-    if (p.m >= 1 && p.m <= sm90::kSmallMMaxRows) return sm90::kSmallMVariant;
+    if (sm90::UseSmallM(p.m, p.n, p.k, c.batch)) return sm90::kSmallMVariant;
     sm90::ShapeQuery q;
     q.m = p.m, q.n = p.n, q.k = p.k, q.batch = c.batch, q.fp32_out = f32, q.b_kn = kn;
     cfg = sm90::ChooseConfig(q, sm_count, kSm90SmemOptin);

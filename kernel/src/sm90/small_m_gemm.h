@@ -22,13 +22,28 @@
 namespace gemm::kernel::sm90 {
 
 // Largest M the dispatch sends to the small-M kernel (SmallMGemm itself accepts M <= 128).
-// Above it the WGMMA kernel with its 64x256 decode tile and tail split-K is faster: measured on
+// Above it the WGMMA kernel with its 64-row decode tiles and tail split-K is faster: measured on
 // H200 (gemm_bench --sm90_main vs the dispatch, N/K in {8192, 28672}, both layouts,
 // summed time of the 6 shapes, WGMMA vs small-M): M=8 0.575 vs 0.550 ms, M=16 0.572 vs 0.563,
 // M=24 0.574 vs 0.592, M=32 0.572 vs 0.609, M=40 0.570 vs 0.641.
 inline constexpr int64_t kSmallMMaxRows = 16;
 
-// True when the small-M kernel should run `args` (1 <= M <= kSmallMMaxRows).
+// Most weight bytes (batch x N x K x 2) the dispatch sends to the small-M kernel. Heavier
+// weights stream faster through the WGMMA kernel's 64-row decode tiles; lighter ones, which
+// those tiles cover with too few CTAs even after their tail split (at most 8 K pieces a tile),
+// stream faster through the small-M kernel's stream-K grid. Measured with gemm_bench --sm90_main
+// against the dispatch (M = 1, 8, 16; both layouts; the decode and m_sweep sets and 12 narrow
+// shapes), WGMMA time / small-M time: H200 0.5-0.7 at N <= 512, 1.04-1.11 at 4096x4096 (34 MB),
+// 0.98-1.04 at 3072x8192 (50 MB) and 1024x8192 x 4 (67 MB), 0.94-0.99 at 4096x4096 x 4
+// (134 MB) and 0.86-0.96 on every shape of 117 MB or more (8192x8192 to 28672x8192); H100
+// 1.02-1.07 at 34 MB, 0.98-1.03 at 50-67 MB, 0.98-0.99 at 134 MB and 0.90-1.00 above.
+inline constexpr double kSmallMMaxWeightBytes = 64.0 * (1 << 20);
+
+// True when the small-M kernel should run a problem of this shape: 1 <= M <= kSmallMMaxRows,
+// N and K >= 1, and at most kSmallMMaxWeightBytes of weights (all `batch` entries).
+bool UseSmallM(int64_t m, int64_t n, int64_t k, int64_t batch);
+
+// UseSmallM of `args`' shape (`sm_count` is not used).
 bool UseSmallM(const StridedBatch& args, int sm_count);
 
 // Workspace bytes SmallMGemm uses for `args` on a device with `sm_count` SMs (0 when no split-K).

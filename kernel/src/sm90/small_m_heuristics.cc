@@ -23,11 +23,17 @@ constexpr double kFixupCostBytes = 8.0 * (1 << 20);
 
 }  // namespace
 
-// NOTE: measured on H200 (docs/PERF.md): at M = 128 the WGMMA kernel beats this mma.sync
-// kernel (whose MMA issue rate, not HBM, limits it there); up to M = 64 this one wins.
+bool UseSmallM(int64_t m, int64_t n, int64_t k, int64_t batch) {
+  if (m < 1 || m > kSmallMMaxRows || n < 1 || k < 1) return false;
+  // In double: no product of int64 values can overflow; exact far beyond the threshold's scale.
+  const double weight_bytes =
+      static_cast<double>(std::max<int64_t>(batch, 1)) * static_cast<double>(n) * k * 2.0;
+  return weight_bytes <= kSmallMMaxWeightBytes;
+}
+
 bool UseSmallM(const StridedBatch& args, int /*sm_count*/) {
   const Problem& p = args.problem;
-  return p.m >= 1 && p.m <= kSmallMMaxRows && p.n >= 1 && p.k >= 1;
+  return UseSmallM(p.m, p.n, p.k, args.batch);
 }
 
 SmallMPlan PlanSmallM(const StridedBatch& args, int sm_count, int64_t force_ctas,
