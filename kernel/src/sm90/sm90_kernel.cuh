@@ -44,6 +44,7 @@
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 #include "scheduler.h"
+#include "sm90/sm90_epilogue_values.cuh"
 #include "sm90/sm90_params.h"
 #include "sm90/sm90_split.h"
 #include "sm90/sm90_swap_epilogue.cuh"
@@ -571,22 +572,8 @@ __global__ void __launch_bounds__(kThreads, 1)
                     for (int q = 0; q < 4; ++q) {
                       const int g = j * 8 + q * 2;  // two 8-column groups per stmatrix.x4
                       float v[8];
-#pragma unroll
-                      for (int e = 0; e < 4; ++e) {
-                        v[e] = kPlain ? acc[hh][g * 4 + e] : alpha * acc[hh][g * 4 + e];
-                        v[4 + e] =
-                            kPlain ? acc[hh][(g + 1) * 4 + e] : alpha * acc[hh][(g + 1) * 4 + e];
-                      }
-                      if (!kPlain && use_c) {
-                        float c[8];
-                        const int col = g * 8 + (lane % 4) * 2;
-                        load_c2(row_lo, col, c[0], c[1]);
-                        load_c2(row_lo + 8, col, c[2], c[3]);
-                        load_c2(row_lo, col + 8, c[4], c[5]);
-                        load_c2(row_lo + 8, col + 8, c[6], c[7]);
-#pragma unroll
-                        for (int e = 0; e < 8; ++e) v[e] += beta * c[e];
-                      }
+                      EpilogueValues<kPlain>(acc[hh], g, lane, row_lo, alpha, beta, use_c, load_c2,
+                                             v);
                       uint32_t r[4];
 #pragma unroll
                       for (int e = 0; e < 4; ++e) {

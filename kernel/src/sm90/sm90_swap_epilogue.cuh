@@ -12,6 +12,7 @@
 
 #include "ptx/cluster.cuh"
 #include "ptx/tma.cuh"
+#include "sm90/sm90_epilogue_values.cuh"
 
 namespace gemm::kernel::sm90 {
 
@@ -42,21 +43,7 @@ __device__ __forceinline__ void SwapEpilogueStore(const float (&acc)[kCols / 2],
       const uint32_t buf = staging + s * kPieceBytes;
       const int g = piece * 2;  // the piece's two 8-column accumulator groups
       float v[8];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        v[e] = kPlain ? acc[g * 4 + e] : alpha * acc[g * 4 + e];
-        v[4 + e] = kPlain ? acc[(g + 1) * 4 + e] : alpha * acc[(g + 1) * 4 + e];
-      }
-      if (!kPlain && use_c) {
-        float c[8];
-        const int col = g * 8 + (lane % 4) * 2;
-        c_at(row_lo, col, c[0], c[1]);
-        c_at(row_lo + 8, col, c[2], c[3]);
-        c_at(row_lo, col + 8, c[4], c[5]);
-        c_at(row_lo + 8, col + 8, c[6], c[7]);
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[e] += beta * c[e];
-      }
+      EpilogueValues<kPlain>(acc, g, lane, row_lo, alpha, beta, use_c, c_at, v);
       if constexpr (!kF32Out) {
         // Matrices: (N 0-7, M group g), (N 8-15, g), (N 0-7, g+1), (N 8-15, g+1); transposed,
         // row j of matrix i is M row (i/2)*8 + j of the piece, N half i%2 of its 32 bytes.
