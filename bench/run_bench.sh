@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Kernel figures of docs/PERF.md: runs gemm_bench over every shape set (decode, large, batched,
-# grouped, moe, m_sweep; both B layouts, every row checked against cuBLASLt) on GPU 0 and writes
+# grouped, moe, m_sweep; both B layouts, every row checked against cuBLASLt, each strided row's
+# read-only floor over its B timed too) on GPU 0 and writes
 #   $RESULTS_DIR/<gpu>.jsonl   one JSON object per line ("copy" lines with the device's copy and
 #                              read bandwidth, then one line per row); replaced on every run
 #   $OUT/<gpu>.log             the human-readable tables and the GPU's clocks
@@ -23,11 +24,11 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,tempe
   --format=csv >>"$log"
 status=0
 for set in decode large batched grouped moe m_sweep; do
-  echo "## gemm_bench --set $set --layout both --check --json $*" >>"$log"
-  timeout 240 "$bin" --set "$set" --layout both --check --json "$@" >>"$tmp" 2>>"$log" ||
+  echo "## gemm_bench --set $set --layout both --check --json --read_floor $*" >>"$log"
+  timeout 240 "$bin" --set "$set" --layout both --check --json --read_floor "$@" >>"$tmp" 2>>"$log" ||
     { rc=$?; status=1; echo "## set $set exited with $rc" >>"$log"; }
 done
 mv "$tmp" "$jsonl"
-grep -E "geomean|exited|device" "$log"
+grep -E "geomean|read-only|exited|device" "$log"
 echo "results: $jsonl; log: $log (exit $status)"
 exit "$status"
