@@ -113,9 +113,20 @@ std::string LatencyJson(const PointSummary& s) {
       absl::StrJoin(curve, ", "), "]");
 }
 
-std::string ServerTimingJson(const PointSummary& s, int64_t responses) {
+// [[rows, batches, mean compute ms], ...] by the batch's rows (ServerTimingSums).
+std::string ComputeByRowsJson(const ServerTimingSums& t) {
+  std::vector<std::string> rows;
+  for (const auto& [m, b] : t.compute_by_rows) {
+    rows.push_back(absl::StrCat("[", m, ", ", JsonNumber(b.batches), ", ",
+                                JsonNumber(b.batches > 0 ? b.compute_us / b.batches / 1e3 : 0),
+                                "]"));
+  }
+  return absl::StrCat("\"compute_ms_by_batch_rows\": [", absl::StrJoin(rows, ", "), "]");
+}
+
+std::string ServerTimingJson(const PointSummary& s, const ServerTimingSums& t) {
   return absl::StrCat("\"client_transport_ms\": ", JsonNumber(s.client_transport_ms),
-                      ",\n     \"server_timing_ms\": {\"responses\": ", responses,
+                      ",\n     \"server_timing_ms\": {\"responses\": ", t.responses,
                       ", \"queue\": ", JsonNumber(s.server_queue_ms),
                       ", \"copy_in\": ", JsonNumber(s.server_copy_in_ms),
                       ", \"compute\": ", JsonNumber(s.server_compute_ms),
@@ -123,7 +134,8 @@ std::string ServerTimingJson(const PointSummary& s, int64_t responses) {
                       ", \"total\": ", JsonNumber(s.server_total_ms),
                       ", \"batch_requests\": ", JsonNumber(s.server_batch_requests),
                       ", \"launch\": ", JsonNumber(s.server_launch_ms),
-                      ", \"completion\": ", JsonNumber(s.server_completion_ms), "}");
+                      ", \"completion\": ", JsonNumber(s.server_completion_ms), "},\n     ",
+                      ComputeByRowsJson(t));
 }
 
 std::string PointJson(const PointResult& p) {
@@ -145,7 +157,7 @@ std::string PointJson(const PointResult& p) {
       ", \"request_gbps\": ", JsonNumber(s.request_gbps),
       ", \"response_gbps\": ", JsonNumber(s.response_gbps), ",\n     ", LatencyJson(s), ",\n     ",
       JsonCounts("errors", m.errors_by_code, StatusCodeName), ",\n     ",
-      ServerTimingJson(s, m.server.responses), ",\n     ",
+      ServerTimingJson(s, m.server), ",\n     ",
       JsonCounts("kernels", m.kernels, [](const std::string& k) { return k; }),
       ",\n     \"verify\": {\"checked\": ", m.verified, ", \"mismatches\": ", m.mismatches, "}}");
 }

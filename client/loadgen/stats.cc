@@ -5,6 +5,13 @@
 
 namespace gemm::loadgen {
 
+void ServerTimingSums::AddBatchCompute(int64_t rows, int requests, double compute_us) {
+  if (requests < 1) return;
+  BatchCompute& b = compute_by_rows[rows];
+  b.batches += 1.0 / requests;
+  b.compute_us += compute_us / requests;
+}
+
 void ServerTimingSums::Merge(const ServerTimingSums& o) {
   responses += o.responses;
   gpu_timed += o.gpu_timed;
@@ -18,6 +25,10 @@ void ServerTimingSums::Merge(const ServerTimingSums& o) {
   batch_requests += o.batch_requests;
   batch_rows += o.batch_rows;
   latency_us += o.latency_us;
+  for (const auto& [rows, b] : o.compute_by_rows) {
+    compute_by_rows[rows].batches += b.batches;
+    compute_by_rows[rows].compute_us += b.compute_us;
+  }
 }
 
 void WindowStats::Merge(const WindowStats& o) {

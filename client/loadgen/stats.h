@@ -24,6 +24,16 @@ struct ServerTimingSums {
   double launch_us = 0, completion_us = 0;
   double batch_requests = 0, batch_rows = 0;
   double latency_us = 0;
+  // The GPU-timed compute by the rows of the batch (the M of its GEMM): batches, each response
+  // counting 1/batch_requests of its batch, and their compute (us) weighted the same way.
+  struct BatchCompute {
+    double batches = 0, compute_us = 0;
+  };
+  std::map<int64_t, BatchCompute> compute_by_rows;
+
+  // Adds one GPU-timed response's share of its batch (`rows` rows over `requests` requests)
+  // to compute_by_rows; ignores a response with no batch (requests < 1).
+  void AddBatchCompute(int64_t rows, int requests, double compute_us);
   void Merge(const ServerTimingSums& o);
 };
 

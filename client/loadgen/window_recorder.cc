@@ -15,6 +15,7 @@ void AddTiming(const v1::Timing& t, int64_t latency_ns, ServerTimingSums* st) {
     st->copy_in_us += t.copy_in_us();
     st->compute_us += t.compute_us();
     st->copy_out_us += t.copy_out_us();
+    st->AddBatchCompute(t.batch_rows(), t.batch_requests(), static_cast<double>(t.compute_us()));
   }
   st->total_us += t.total_us();
   st->launch_us += t.launch_us();

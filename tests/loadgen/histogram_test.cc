@@ -292,6 +292,30 @@ TEST(ReportTest, ServerGpuPhasesAveragedOverTimedResponsesOnly) {
   EXPECT_DOUBLE_EQ(Summarize(r.points[0]).server_compute_ms, 0);
 }
 
+// The compute by batch rows counts each batch once, whatever number of its responses arrived,
+// and averages per batch; the JSON report lists it by rows.
+TEST(ReportTest, ComputeByBatchRowsCountsEachBatchOnce) {
+  Report r = SampleReport();
+  ServerTimingSums& st = r.points[0].measured.server;
+  st.AddBatchCompute(32, 2, 50);  // both responses of one 2-request batch
+  st.AddBatchCompute(32, 2, 50);
+  st.AddBatchCompute(32, 1, 70);  // a batch of one request with 32 rows
+  st.AddBatchCompute(16, 1, 30);
+  st.AddBatchCompute(16, 0, 99);  // no batch: ignored
+  ASSERT_EQ(st.compute_by_rows.size(), 2u);
+  EXPECT_DOUBLE_EQ(st.compute_by_rows[32].batches, 2.0);
+  EXPECT_DOUBLE_EQ(st.compute_by_rows[32].compute_us / st.compute_by_rows[32].batches, 60.0);
+  EXPECT_DOUBLE_EQ(st.compute_by_rows[16].batches, 1.0);
+  ServerTimingSums merged;
+  merged.Merge(st);
+  merged.Merge(st);
+  EXPECT_DOUBLE_EQ(merged.compute_by_rows[16].batches, 2.0);
+  EXPECT_DOUBLE_EQ(merged.compute_by_rows[16].compute_us, 60.0);
+  EXPECT_NE(FormatJson(r).find("\"compute_ms_by_batch_rows\": [[16, 1, 0.03], [32, 2, 0.06]]"),
+            std::string::npos)
+      << FormatJson(r);
+}
+
 // Client+transport is the latency the client measured less the server's total, per response.
 TEST(ReportTest, ClientTransportIsLatencyLessServerTotal) {
   Report r = SampleReport();

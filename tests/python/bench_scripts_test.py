@@ -7,6 +7,9 @@
                           outputs or a NaN error never does; --rules takes a rule's rows from
                           the variant it names, the rest from the dispatch, and fails a rule
                           that loses to the dispatch
+  scripts/lib/batch_gpu_time.py  the batch sizes of a load become gemm_bench rows (sizes under
+                          1% of the batches left out), and the service's compute is compared
+                          with the better kernel at each M, weighted by batches
 Use: bench_scripts_test.py --bench DIR (the bench/ folder of the tree)
 """
 import argparse
@@ -136,6 +139,33 @@ class BestVariants(unittest.TestCase):
         done = self.score(0.090)
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("MISSES THE BAR", done.stdout)
+
+
+class BatchGpuTime(unittest.TestCase):
+    def run_tool(self, *args):
+        tool = os.path.join(BENCH, "..", "scripts", "lib", "batch_gpu_time.py")
+        return subprocess.run([sys.executable, tool, *args], capture_output=True, text=True)
+
+    def test_rows_and_weighted_comparison(self):
+        with tempfile.TemporaryDirectory() as d:
+            report = os.path.join(d, "load.json")
+            with open(report, "w", encoding="utf-8") as f:
+                json.dump({"points": [{"compute_ms_by_batch_rows":
+                                       [[16, 0.4, 0.1], [320, 60, 0.07], [336, 40, 0.08]]}]}, f)
+            rows = self.run_tool("rows", report, "8192", "4096")
+            self.assertEqual(rows.returncode, 0, rows.stderr)
+            self.assertEqual([line for line in rows.stdout.splitlines() if not line.startswith("#")],
+                             ["320 8192 4096 1", "336 8192 4096 1"])  # M = 16: 0.4% of batches
+            bench = os.path.join(d, "bench.jsonl")
+            write_jsonl(bench, [row(320, 8192, 4096, "nk", 0.06, 0.07),
+                                row(336, 8192, 4096, "nk", 0.09, 0.08)])
+            out = self.run_tool("compare", report, bench)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            # (60 * 0.07 + 40 * 0.08) / (60 * 0.06 + 40 * 0.08) = 7.4 / 6.8 against the best;
+            # 7.4 / (60 * 0.06 + 40 * 0.09) = 7.4 / 7.2 against ours.
+            self.assertIn(f"service compute / best kernel {7.4 / 6.8:.3f}", out.stdout)
+            self.assertIn(f"/ ours alone {7.4 / 7.2:.3f}", out.stdout)
+            self.assertIn("100 of 100 batches", out.stdout)
 
 
 if __name__ == "__main__":

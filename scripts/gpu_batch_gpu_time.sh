@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The GPU time of the server's coalesced decode batches against the kernels alone at the same M,
+# on GPU 0. The decode load over CUDA IPC (16x8192x8192 against a resident [N,K] weight, 64
+# callers, packed streams) runs with every unit's GPU phases timed; gemm_loadgen reports the
+# compute time by the rows of the batch (compute_ms_by_batch_rows). gemm_bench then times ours
+# and cuBLASLt at each M that ran (B [N,K]), and lib/batch_gpu_time.py compares them batch by
+# batch: the service's compute / the better of ours and cuBLASLt at that M.
+#   scripts/gpu_batch_gpu_time.sh
+# Env: SERVER_FLAGS (default "--idle_units_per_device=0 --gpu_timing_every=1": one unit at a
+# time, so no other unit's work overlaps the timed span; "--gpu_timing_every=1" alone measures
+# the server's default overlap). Reports under $OUT: ipc.json (the load), batch_m/m_sweep.txt
+# (the rows timed), bench.jsonl, batch_gpu_time.txt (the comparison, also printed).
+set -uo pipefail
+here=$(dirname "$0")
+# shellcheck source=lib/gpu_env.sh
+source "$here/lib/gpu_env.sh"
+# shellcheck source=lib/decode_run.sh
+source "$here/lib/decode_run.sh"
+decode_machine
+# shellcheck disable=SC2086
+decode_run ipc --shapes=16x8192x8192 --rpc=packed --streams_per_channel=1 \
+  --verify_fraction=0.001 --shm_device=0 -- \
+  ${SERVER_FLAGS:---idle_units_per_device=0 --gpu_timing_every=1}
+mkdir -p "$OUT/batch_m"
+python3 "$here/lib/batch_gpu_time.py" rows "$OUT/ipc.json" 8192 8192 >"$OUT/batch_m/m_sweep.txt" ||
+  exit 1
+gemm_bench --set m_sweep --shapes "$OUT/batch_m" --layout nk --check --json \
+  >"$OUT/bench.jsonl" 2>"$OUT/bench.log" || exit 1
+python3 "$here/lib/batch_gpu_time.py" compare "$OUT/ipc.json" "$OUT/bench.jsonl" |
+  tee "$OUT/batch_gpu_time.txt"
