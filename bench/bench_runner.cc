@@ -121,10 +121,13 @@ absl::StatusOr<std::vector<double>> Bench::TimeMedians(
   // both see the same clocks and temperature: timing them in two separate blocks let the power
   // state drift between the blocks (8192^3 measured 1.09x and 0.98x in one run).
   GEMM_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "warm-up"));
-  GEMM_RETURN_IF_ERROR(Cuda(LaunchDelay(100.0 * n * reps + 1000.0, stream_), "delay"));
+  if (!opts_.idle_stream) {
+    GEMM_RETURN_IF_ERROR(Cuda(LaunchDelay(100.0 * n * reps + 1000.0, stream_), "delay"));
+  }
   for (int r = 0; r < reps; ++r) {
     for (int i = 0; i < n; ++i) {
       const int e = r * n + i;
+      if (opts_.idle_stream) GEMM_RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "idle"));
       GEMM_RETURN_IF_ERROR(Cuda(cudaEventRecord(start_[e], stream_), "cudaEventRecord"));
       // NOTE: every launch takes the next operand set, so neither implementation finds the
       // other's operands of the same rep in L2 (with one set per rep, cuBLAS runs on what ours

@@ -40,6 +40,9 @@ struct BenchOptions {
   double mem_fraction = 0.6;  // share of free device memory the operand sets may use
   bool same_set = false;      // both implementations of a rep on one operand set (L2-warm cuBLAS)
   bool read_floor = false;    // also time a read-only kernel over each strided row's B
+  // Time each call from an idle stream (synchronized before it, nothing holding it), so that
+  // the span includes the host's launch path, as a server's unit on an idle GPU sees it.
+  bool idle_stream = false;
 };
 
 // One measured line.

@@ -32,7 +32,7 @@ constexpr char kUsage[] =
     "                  [--layout nk|kn|both] [--dtype bf16|f32] [--json] [--csv] [--check]\n"
     "                  [--reps N] [--warmup N] [--shapes DIR] [--direct] [--ctas N]\n"
     "                  [--sm90_main] [--no_split] [--split N] [--tile MxN] [--swap_ab on|off]\n"
-    "                  [--stages N] [--read_floor]\n"
+    "                  [--stages N] [--read_floor] [--idle_stream]\n"
     "                  [--cluster N] [--group_m N] [--debug_flags N] [--same_set] [--stream_k]\n"
     "  --set     all: decode, large, batched, grouped, moe; m_sweep (M from 1 to 8192 against\n"
     "            five weight shapes) runs only when named\n"
@@ -58,6 +58,8 @@ constexpr char kUsage[] =
     "            use a tile-aligned grid (whole tiles or cluster split-K)\n"
     "  --read_floor  also time a read-only kernel over each row's B (JSON read_b_ms,\n"
     "            ours_pct_read): the least time any kernel reading the weight once can take\n"
+    "  --idle_stream  time each call from an idle stream (no spin kernel holding it): the\n"
+    "            span then includes the host's launch path, as on a server's idle GPU\n"
     "  --same_set  time both implementations of a rep on one operand set (cuBLAS then runs\n"
     "            on operands ours has just brought into L2; default: a fresh set per launch)\n";
 
@@ -105,6 +107,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->bench.debug_flags = std::atoi(v.c_str());
     } else if (arg == "--stream_k") {
       f->bench.stream_k = true;
+    } else if (arg == "--idle_stream") {
+      f->bench.idle_stream = true;
     } else if (arg == "--read_floor") {
       f->bench.read_floor = true;
     } else if (arg == "--direct") {
