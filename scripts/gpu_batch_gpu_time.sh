@@ -6,10 +6,12 @@
 # and cuBLASLt at each M that ran (B [N,K]), and lib/batch_gpu_time.py compares them batch by
 # batch: the service's compute / the better of ours and cuBLASLt at that M.
 #   scripts/gpu_batch_gpu_time.sh
-# Env: SERVER_FLAGS (default "--idle_units_per_device=0 --gpu_timing_every=1": one unit at a
-# time, so no other unit's work overlaps the timed span; "--gpu_timing_every=1" alone measures
-# the server's default overlap). Reports under $OUT: ipc.json (the load), batch_m/m_sweep.txt
-# (the rows timed), bench.jsonl, batch_gpu_time.txt (the comparison, also printed).
+# Env: SERVER_FLAGS (default "--max_units_in_flight_per_device=1 --gpu_timing_every=1": one
+# unit at a time, so no other unit's copies run beside the timed kernels; "--gpu_timing_every=1"
+# alone measures the server's default overlap). Reports under $OUT: ipc.json (the load),
+# batch_m/m_sweep.txt (the rows timed), bench.jsonl (gemm_bench, back to back) and
+# bench-idle.jsonl (gemm_bench --idle_stream: each call from an idle stream, the launch path
+# inside, as a unit on an idle GPU sees it), batch_gpu_time.txt (the comparisons, also printed).
 set -uo pipefail
 here=$(dirname "$0")
 # shellcheck source=lib/gpu_env.sh
@@ -20,11 +22,17 @@ decode_machine
 # shellcheck disable=SC2086
 decode_run ipc --shapes=16x8192x8192 --rpc=packed --streams_per_channel=1 \
   --verify_fraction=0.001 --shm_device=0 -- \
-  ${SERVER_FLAGS:---idle_units_per_device=0 --gpu_timing_every=1}
+  ${SERVER_FLAGS:---max_units_in_flight_per_device=1 --gpu_timing_every=1}
 mkdir -p "$OUT/batch_m"
 python3 "$here/lib/batch_gpu_time.py" rows "$OUT/ipc.json" 8192 8192 >"$OUT/batch_m/m_sweep.txt" ||
   exit 1
 gemm_bench --set m_sweep --shapes "$OUT/batch_m" --layout nk --check --json \
   >"$OUT/bench.jsonl" 2>"$OUT/bench.log" || exit 1
-python3 "$here/lib/batch_gpu_time.py" compare "$OUT/ipc.json" "$OUT/bench.jsonl" |
-  tee "$OUT/batch_gpu_time.txt"
+gemm_bench --set m_sweep --shapes "$OUT/batch_m" --layout nk --json --idle_stream \
+  >"$OUT/bench-idle.jsonl" 2>"$OUT/bench-idle.log" || exit 1
+{
+  echo "== kernels timed back to back"
+  python3 "$here/lib/batch_gpu_time.py" compare "$OUT/ipc.json" "$OUT/bench.jsonl"
+  echo "== kernels timed from an idle stream"
+  python3 "$here/lib/batch_gpu_time.py" compare "$OUT/ipc.json" "$OUT/bench-idle.jsonl"
+} | tee "$OUT/batch_gpu_time.txt"
