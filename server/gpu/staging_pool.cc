@@ -7,9 +7,22 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "server/gpu/cuda_util.h"
 
 namespace gemm::gpu {
+
+absl::StatusOr<char*> StagingPool::AllocateSlab(int64_t bytes, bool page_locked) {
+  void* p = nullptr;
+  if (page_locked) {
+    GEMM_RETURN_IF_ERROR(
+        CudaStatus(cudaHostAlloc(&p, bytes, cudaHostAllocPortable), "cudaHostAlloc"));
+    return static_cast<char*>(p);
+  }
+  p = std::aligned_alloc(kAlign, static_cast<size_t>(bytes));
+  if (p == nullptr) return absl::ResourceExhaustedError("staging slab: out of host memory");
+  return static_cast<char*>(p);
+}
 
 absl::StatusOr<std::unique_ptr<StagingPool>> StagingPool::Create(const Options& options) {
   const int64_t total = std::max<int64_t>(options.total_bytes, kAlign);
@@ -18,21 +31,13 @@ absl::StatusOr<std::unique_ptr<StagingPool>> StagingPool::Create(const Options& 
   const int64_t count = std::max<int64_t>(1, total / slab);
   std::vector<Slab> slabs;
   for (int64_t i = 0; i < count; ++i) {
-    void* p = nullptr;
-    absl::Status st =
-        options.page_locked
-            ? CudaStatus(cudaHostAlloc(&p, slab, cudaHostAllocPortable), "cudaHostAlloc")
-            : absl::OkStatus();
-    if (!options.page_locked) {
-      p = std::aligned_alloc(kAlign, static_cast<size_t>(slab));
-      if (p == nullptr) st = absl::ResourceExhaustedError("staging slab: out of host memory");
-    }
-    if (!st.ok()) {
+    absl::StatusOr<char*> base = AllocateSlab(slab, options.page_locked);
+    if (!base.ok()) {
       for (Slab& s : slabs) FreeSlab(s.base, options.page_locked);
-      return st;
+      return base.status();
     }
     Slab s;
-    s.base = static_cast<char*>(p);
+    s.base = *base;
     s.free[0] = slab;
     slabs.push_back(std::move(s));
   }

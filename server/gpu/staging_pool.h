@@ -77,6 +77,8 @@ class StagingPool {
   };
   StagingPool(int64_t slab_bytes, bool page_locked, std::vector<Slab> slabs)
       : slab_bytes_(slab_bytes), page_locked_(page_locked), slabs_(std::move(slabs)) {}
+  // A slab of `bytes`, kAlign-aligned: cudaHostAlloc'd, or aligned_alloc'd without page-locking.
+  static absl::StatusOr<char*> AllocateSlab(int64_t bytes, bool page_locked);
   // Returns a slab's memory (cudaFreeHost, or free without page-locking).
   static void FreeSlab(char* base, bool page_locked);
   bool TryAllocateLocked(int64_t bytes, StagingBlock* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
