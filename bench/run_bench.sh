@@ -25,8 +25,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,tempe
 status=0
 for set in decode large batched grouped moe m_sweep; do
   echo "## gemm_bench --set $set --layout both --check --json --read_floor $*" >>"$log"
-  timeout 240 "$bin" --set "$set" --layout both --check --json --read_floor "$@" >>"$tmp" 2>>"$log" ||
-    { rc=$?; status=1; echo "## set $set exited with $rc" >>"$log"; }
+  timeout 240 "$bin" --set "$set" --layout both --check --json --read_floor "$@" \
+    >>"$tmp" 2>>"$log" || { rc=$?; status=1; echo "## set $set exited with $rc" >>"$log"; }
 done
 mv "$tmp" "$jsonl"
 grep -E "geomean|read-only|exited|device" "$log"

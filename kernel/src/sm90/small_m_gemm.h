@@ -32,11 +32,11 @@ inline constexpr int64_t kSmallMMaxRows = 16;
 // weights stream faster through the WGMMA kernel's 64-row decode tiles; lighter ones, which
 // those tiles cover with too few CTAs even after their tail split (at most 8 K pieces a tile),
 // stream faster through the small-M kernel's stream-K grid. Measured with gemm_bench --sm90_main
-// against the dispatch (M = 1, 8, 16; both layouts; the decode and m_sweep sets and 12 narrow
-// shapes), WGMMA time / small-M time: H200 0.5-0.7 at N <= 512, 1.04-1.11 at 4096x4096 (34 MB),
-// 0.98-1.04 at 3072x8192 (50 MB) and 1024x8192 x 4 (67 MB), 0.94-0.99 at 4096x4096 x 4
-// (134 MB) and 0.86-0.96 on every shape of 117 MB or more (8192x8192 to 28672x8192); H100
-// 1.02-1.07 at 34 MB, 0.98-1.03 at 50-67 MB, 0.98-0.99 at 134 MB and 0.90-1.00 above.
+// against the dispatch (M = 1, 8, 16; both layouts; the decode and m_sweep sets and 14 narrow
+// and batched shapes), WGMMA time / small-M time: H200 1.29-1.66 at N <= 512 (2.6-3.1 at
+// 128x65536), 1.04-1.19 at 34 MB, 1.00-1.06 at 50 MB, 0.95-1.03 at 67 MB, 0.95-1.00 at
+// 4096x4096 x 4 (134 MB) and 0.70-0.99 on the shapes of 117 MB or more (8192x8192 to
+// 28672x8192); H100 1.20-1.50 (2.3-2.8), 1.04-1.18, 0.98-1.03, 0.98-1.01, 0.98-0.99 and 0.89-1.00.
 inline constexpr double kSmallMMaxWeightBytes = 64.0 * (1 << 20);
 
 // True when the small-M kernel should run a problem of this shape: 1 <= M <= kSmallMMaxRows,
