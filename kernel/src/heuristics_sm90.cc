@@ -230,10 +230,8 @@ bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg
   } else if (q.m > 512 && q.m <= 576) {
     const bool four_fit_one_wave = n_tiles * 4 <= sm_count;
     m_tiles = four_fit_one_wave ? 4 : 3, cluster = four_fit_one_wave ? 2 : 1;
-  } else if (q.m > 576 && q.m <= 768 && n_tiles * 4 <= 4 * int64_t{sm_count}) {
-    m_tiles = 4, cluster = 2;
-  } else if (q.m > 768 && q.m <= 960) {
-    m_tiles = 4, cluster = 2;
+  } else if (q.m > 576 && q.m <= 960 && (q.m > 768 || n_tiles <= sm_count)) {
+    m_tiles = 4, cluster = 2;  // up to 768 rows: while four tiles fill at most four waves
   } else {
     return false;
   }
