@@ -20,8 +20,7 @@ source "$here/lib/gpu_env.sh"
 source "$here/lib/decode_run.sh"
 decode_machine
 # shellcheck disable=SC2086
-decode_run ipc --shapes=16x8192x8192 --rpc=packed --streams_per_channel=1 \
-  --verify_fraction=0.001 --shm_device=0 -- \
+decode_run ipc $DECODE_LOAD --shm_device=0 -- \
   ${SERVER_FLAGS:---max_units_in_flight_per_device=1 --gpu_timing_every=1}
 mkdir -p "$OUT/batch_m"
 python3 "$here/lib/batch_gpu_time.py" rows "$OUT/ipc.json" 8192 8192 >"$OUT/batch_m/m_sweep.txt" ||

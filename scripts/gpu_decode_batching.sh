@@ -17,7 +17,6 @@ source "$here/lib/gpu_env.sh"
 # shellcheck source=lib/decode_run.sh
 source "$here/lib/decode_run.sh"
 decode_machine
-DS="--shapes=16x8192x8192 --rpc=packed --streams_per_channel=1 --verify_fraction=0.001"
 TUNED="--max_queue_delay_us=20 --idle_units_per_device=2"
 MODES=${MODES:-ipc host messages}
 ROUNDS=${ROUNDS:-3}
@@ -33,11 +32,11 @@ for m in $MODES; do transport "$m" >/dev/null || exit 2; done
 for r in $(seq "$ROUNDS"); do
   for m in $MODES; do
     # shellcheck disable=SC2046,SC2086
-    decode_run "$m-off-r$r" $DS $(transport "$m") -- --batching=false
+    decode_run "$m-off-r$r" $DECODE_LOAD $(transport "$m") -- --batching=false
     # shellcheck disable=SC2046,SC2086
-    decode_run "$m-tuned-r$r" $DS $(transport "$m") -- $TUNED
+    decode_run "$m-tuned-r$r" $DECODE_LOAD $(transport "$m") -- $TUNED
     # shellcheck disable=SC2046,SC2086
-    decode_run "$m-default-r$r" $DS $(transport "$m") --
+    decode_run "$m-default-r$r" $DECODE_LOAD $(transport "$m") --
   done
 done
 python3 "$here/lib/decode_summary.py" "$OUT" >"$OUT/decode_summary.txt" 2>&1

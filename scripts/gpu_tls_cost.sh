@@ -22,11 +22,10 @@ decode_machine
 tls_setup "$OUT/tls" || exit 1
 LOADS=${LOADS:-decode-messages decode-ipc large-messages}
 ROUNDS=${ROUNDS:-2}
-DS="--shapes=16x8192x8192 --rpc=packed --streams_per_channel=1 --verify_fraction=0.001"
 load_flags() {  # load_flags LOAD: the load generator's flags of LOAD
   case $1 in
-    decode-messages) echo "$DS --shm=false" ;;
-    decode-ipc) echo "$DS --shm_device=0" ;;
+    decode-messages) echo "$DECODE_LOAD --shm=false" ;;
+    decode-ipc) echo "$DECODE_LOAD --shm_device=0" ;;
     large-messages) echo "--shm=false --shapes=4096x4096x4096 --b=inline --b_layout=kn \
       --concurrency=8 --channels=1 --rpc=unary --verify_fraction=0.02" ;;
     *) echo "gpu_tls_cost: unknown load '$1'" >&2; exit 2 ;;

@@ -9,6 +9,11 @@
 # (NAME.cpu: CPU time of both processes over the run; NAME.util: the GPU's utilization and SM
 # clock sampled every 250 ms; scripts/lib/decode_summary.py turns them into a table).
 # decode_machine records the GPU (name, SM clock) and the host's core count in $OUT/gpu.txt.
+# DECODE_LOAD: the decode load's gemm_loadgen flags (16x8192x8192, packed streams, 0.1% of the
+# answers checked), for decode_run's LOADGEN_FLAGS.
+# shellcheck disable=SC2034
+DECODE_LOAD="--shapes=16x8192x8192 --rpc=packed --streams_per_channel=1 --verify_fraction=0.001"
+
 decode_machine() {
   nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
   nproc | tee -a "$OUT/gpu.txt"
