@@ -278,6 +278,8 @@ void NpySeeds() {
   Write("npy", "f4_1d", file({4}, {0.5f, -1, 2, 8}));
   Write("npy", "f4_scalar", file({}, {7}));
   Write("npy", "f4_empty", file({0, 3}, {}));
+  // Empty, with dimensions whose product without the zero overflows 128 bits.
+  Write("npy", "f4_empty_wide", file({int64_t{1} << 62, int64_t{1} << 62, 297, 0}, {}));
   // float64, written as numpy does (version 1.0, header padded to 64 bytes).
   std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }";
   header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');

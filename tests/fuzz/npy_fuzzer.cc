@@ -49,12 +49,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   input.Write(data, size);
   auto array = gemm::ReadNpy(input.path());
   if (!array.ok()) return 0;
-  __int128 count = 1;
+  // product(shape), saturated: a zero dimension empties the array whatever the others hold.
+  bool has_zero = false, overflow = false;
+  int64_t count = 1;
   for (int64_t d : array->shape) {
     FUZZ_CHECK(d >= 0, absl::StrCat("negative dimension ", d));
-    count *= d;
+    has_zero = has_zero || d == 0;
+    overflow = overflow || __builtin_mul_overflow(count, d, &count);
   }
-  FUZZ_CHECK(count == static_cast<__int128>(array->data.size()),
+  if (has_zero) count = 0;
+  FUZZ_CHECK((has_zero || !overflow) && count == static_cast<int64_t>(array->data.size()),
              absl::StrCat(array->data.size(), " values for the shape"));
   FUZZ_CHECK(gemm::WriteNpy(copy.path(), array->shape, array->data).ok(), "WriteNpy");
   auto back = gemm::ReadNpy(copy.path());
