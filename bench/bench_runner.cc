@@ -341,7 +341,7 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
     row.ours = "sm90_wgmma_direct";
     row.ctas = 0;
   }
-  if (!opts_.sm90_main && (direct || kernel::sm90::UseSmallM(args[0], sm_count_))) {
+  if (!opts_.sm90_main && (direct || kernel::sm90::UseSmallM(args[0]))) {
     row.ctas =
         kernel::sm90::PlanSmallM(args[0], sm_count_, direct ? opts_.force_ctas : 0, clusters).ctas;
   }
@@ -397,16 +397,19 @@ BenchRow Bench::RunStrided(const std::string& set, const Shape& s, BLayout layou
 }
 
 void Bench::TimeReadB(const std::vector<StridedBatch>& args, int64_t b_bytes, BenchRow* row) {
+  const int64_t read_bytes = b_bytes & ~int64_t{15};  // whole 16-byte loads
   DeviceArena arena;
   absl::StatusOr<void*> sink = arena.Alloc(sizeof(unsigned));
   if (!sink.ok()) return;
   auto read = [&](int i) {
-    return Cuda(LaunchReadAll(args[i].problem.b, b_bytes & ~int64_t{15},
-                              static_cast<unsigned*>(*sink), stream_),
-                "read kernel");
+    return Cuda(
+        LaunchReadAll(args[i].problem.b, read_bytes, static_cast<unsigned*>(*sink), stream_),
+        "read kernel");
   };
   absl::StatusOr<std::vector<double>> t = TimeMedians({read}, static_cast<int>(args.size()));
-  if (t.ok()) row->read_b_ms = (*t)[0];
+  if (!t.ok()) return;
+  row->read_b_ms = (*t)[0];
+  row->read_b_bytes = read_bytes;
 }
 
 BenchRow Bench::RunGrouped(const std::string& set, const std::vector<Shape>& shapes, BLayout layout,

@@ -61,8 +61,9 @@ struct BenchRow {
   // With read_floor: a read-only kernel's time over the row's B (same operand-set rotation), the
   // least time any kernel that reads the weight once can take at this size.
   double read_b_ms = std::numeric_limits<double>::quiet_NaN();
-  std::string ours;   // what ran as "ours"
-  std::string error;  // empty when the row is valid
+  int64_t read_b_bytes = 0;  // the bytes that kernel read
+  std::string ours;          // what ran as "ours"
+  std::string error;         // empty when the row is valid
 };
 
 // Owns the stream, cuBLAS handle and timing events of one benchmark process.

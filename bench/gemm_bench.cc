@@ -185,8 +185,8 @@ struct ReadFloorSummary {
 
   void Add(const BenchRow& r, double copy_gbps) {
     if (!std::isfinite(r.read_b_ms) || !(r.ours_ms > 0)) return;
-    const double b_bytes = static_cast<double>(r.shape.batch) * r.shape.n * r.shape.k * 2.0;
-    const double floor_pct = 100.0 * Gbps(b_bytes, r.read_b_ms) / copy_gbps;
+    const double floor_pct =
+        100.0 * Gbps(static_cast<double>(r.read_b_bytes), r.read_b_ms) / copy_gbps;
     const double ours_pct = 100.0 * r.read_b_ms / r.ours_ms;
     floor_sum += floor_pct;
     floor_min = std::min(floor_min, floor_pct);

@@ -94,9 +94,9 @@ absl::Status RunCublasLt(const StridedBatch& args, cudaStream_t stream, const La
   return reference::CublasLtGemm(args, stream, opts.workspace, opts.workspace_bytes);
 }
 
+// Whether the small-M kernel serves `args` on `device` (whose facts it needs to plan).
 bool SmallM(const StridedBatch& args, int device) {
-  auto facts = Facts(device);
-  return facts.ok() && sm90::UseSmallM(args, facts->sm_count);
+  return Facts(device).ok() && sm90::UseSmallM(args);
 }
 
 }  // namespace

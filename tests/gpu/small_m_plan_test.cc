@@ -20,16 +20,16 @@ StridedBatch Shape(int64_t m, int64_t n, int64_t k, int64_t batch = 1) {
 }
 
 TEST(SmallMPlan, UseSmallMCoversDecodeRowsOfLightWeightsOnly) {
-  EXPECT_TRUE(UseSmallM(Shape(1, 4096, 4096), 132));
-  EXPECT_TRUE(UseSmallM(Shape(16, 1, 1), 132));
-  EXPECT_TRUE(UseSmallM(Shape(16, 1024, 8192, 4), 132));  // exactly 64 MiB of weights
+  EXPECT_TRUE(UseSmallM(Shape(1, 4096, 4096)));
+  EXPECT_TRUE(UseSmallM(Shape(16, 1, 1)));
+  EXPECT_TRUE(UseSmallM(Shape(16, 1024, 8192, 4)));  // exactly 64 MiB of weights
   // The WGMMA kernel's decode tiles stream heavier weights faster.
-  EXPECT_FALSE(UseSmallM(Shape(16, 1024, 8192 + 8, 4), 132));
-  EXPECT_FALSE(UseSmallM(Shape(1, 8192, 8192), 132));
-  EXPECT_FALSE(UseSmallM(Shape(1, 4096, 4096, 5), 132));
-  EXPECT_FALSE(UseSmallM(Shape(17, 4096, 4096), 132));  // and every M above 16
-  EXPECT_FALSE(UseSmallM(Shape(129, 8192, 8192), 132));
-  EXPECT_FALSE(UseSmallM(Shape(0, 8192, 8192), 132));
+  EXPECT_FALSE(UseSmallM(Shape(16, 1024, 8192 + 8, 4)));
+  EXPECT_FALSE(UseSmallM(Shape(1, 8192, 8192)));
+  EXPECT_FALSE(UseSmallM(Shape(1, 4096, 4096, 5)));
+  EXPECT_FALSE(UseSmallM(Shape(17, 4096, 4096)));  // and every M above 16
+  EXPECT_FALSE(UseSmallM(Shape(129, 8192, 8192)));
+  EXPECT_FALSE(UseSmallM(Shape(0, 8192, 8192)));
   // No overflow: the largest int64 shape is far past the bound.
   const int64_t huge = std::numeric_limits<int64_t>::max();
   EXPECT_FALSE(UseSmallM(1, huge, huge, huge));

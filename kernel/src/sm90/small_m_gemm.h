@@ -43,8 +43,8 @@ inline constexpr double kSmallMMaxWeightBytes = 64.0 * (1 << 20);
 // N and K >= 1, and at most kSmallMMaxWeightBytes of weights (all `batch` entries).
 bool UseSmallM(int64_t m, int64_t n, int64_t k, int64_t batch);
 
-// UseSmallM of `args`' shape (`sm_count` is not used).
-bool UseSmallM(const StridedBatch& args, int sm_count);
+// UseSmallM of `args`' shape.
+bool UseSmallM(const StridedBatch& args);
 
 // Workspace bytes SmallMGemm uses for `args` on a device with `sm_count` SMs (0 when no split-K).
 std::size_t SmallMWorkspaceBytes(const StridedBatch& args, int sm_count);

@@ -31,7 +31,7 @@ bool UseSmallM(int64_t m, int64_t n, int64_t k, int64_t batch) {
   return weight_bytes <= kSmallMMaxWeightBytes;
 }
 
-bool UseSmallM(const StridedBatch& args, int /*sm_count*/) {
+bool UseSmallM(const StridedBatch& args) {
   const Problem& p = args.problem;
   return UseSmallM(p.m, p.n, p.k, args.batch);
 }
