@@ -27,12 +27,13 @@
 #   read          1 MiB HTTP/2 frames and socket reads of 256 KiB to 16 MiB
 # For each run: the loadgen's report, the CPU time of the server and of the load generator over
 # the loadgen's run (NAME.cpu), CPU per thread name of the server over WINDOW_S seconds mid-run
-# (NAME.threads, scripts/lib/thread_cpu.sh) and of the load generator (NAME.lg_threads), and the
-# GPU's utilization (NAME.util). Writes
-# $OUT/inline_ceiling.txt: per load and transport, each server's req/s, payload GB/s each way,
-# server and loadgen CPU per request, event-timed GPU time per request, answers checked and
-# mismatches, and gemm's throughput and CPU per request against echo-d's. A run takes about 15 s:
-# the default grid (22 runs) about 6 minutes.
+# (NAME.threads, scripts/lib/thread_cpu.sh) and of the load generator (NAME.lg_threads), the
+# GPU's utilization (NAME.util) and each server's log (server-NAME.log; gemm_server's ends with
+# its host time per unit by phase). Writes $OUT/inline_ceiling.txt: per load and transport, each
+# server's req/s, payload GB/s each way, server and loadgen CPU per request, event-timed GPU time
+# per request, answers checked and mismatches, gemm's throughput and CPU per request against
+# echo-d's, and gemm_server's phases. A run takes about 15 s: the default grid (22 runs) about 6
+# minutes.
 set -uo pipefail
 here=$(dirname "$0")
 # shellcheck source=lib/gpu_env.sh

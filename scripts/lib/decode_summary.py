@@ -21,6 +21,17 @@ def seconds(t):
     return int(m.group(1)) * 60 + float(m.group(2)) if m else float("nan")
 
 
+def host_phases(log):
+    """The server's logged host time per unit by phase (one line per GPU, "prepare+plan 12.3,
+    ..."), from its log `log`; empty when there is none."""
+    try:
+        with open(log) as f:
+            return [line.split("units (us): ")[-1].strip() for line in f
+                    if "host time per unit" in line]
+    except OSError:
+        return []
+
+
 def cpu_us_per_request(path, rps):
     """(server, loadgen) CPU microseconds per request, or (nan, nan)."""
     try:
@@ -72,11 +83,7 @@ def main():
         breakdown.append(
             f"{name:30} " + " ".join(f"{st.get(k, float('nan')):8.1f}" for k in BREAKDOWN) +
             f" {util:8.1f}")
-        log = os.path.join(out, f"server-{name}.log")
-        if os.path.exists(log):
-            for line in open(log):
-                if "host time per unit" in line:
-                    phases.append(f"{name}: {line.split('units (us): ')[-1].strip()}")
+        phases += [f"{name}: {line}" for line in host_phases(os.path.join(out, f"server-{name}.log"))]
     print(f"\nserver timing per request (us) and GPU utilization (%):\n{'run':30} " +
           " ".join(f"{k:>8}" for k in BREAKDOWN) + f" {'gpu util':>8}")
     print("\n".join(breakdown))

@@ -6,8 +6,9 @@ payload GB/s each way, CPU microseconds per request of the server and of the loa
 GPU's event-timed kernel time per request (the batch's kernel time over the requests in it), the
 answers checked and the mismatches; then, per load and transport, gemm's throughput and server CPU
 per request against the D-sized echo's (the round-trip ceiling), this build's server against a
-baseline build's (main-gemm), batching on against off, and the busiest threads of each server and
-of the load generator that drove it.
+baseline build's (main-gemm), batching on against off, gemm_server's logged host time per unit
+by phase (server-NAME.log), and the busiest threads of each server and of the load generator that
+drove it.
 
 Usage: inline_ceiling_summary.py OUT_DIR
 """
@@ -15,7 +16,7 @@ import os
 import sys
 
 import loadgen_report
-from decode_summary import cpu_us_per_request
+from decode_summary import cpu_us_per_request, host_phases
 
 
 def busiest(path, lines=4):
@@ -46,7 +47,8 @@ def runs(out):
             "gpu": st.get("compute", float("nan")) / batch if batch else float("nan"),
             "checked": p["verify"]["checked"], "mismatches": p["verify"]["mismatches"],
             "errors": p["requests_failed"], "threads": busiest(os.path.join(out, name + ".threads")),
-            "lg_threads": busiest(os.path.join(out, name + ".lg_threads"))}
+            "lg_threads": busiest(os.path.join(out, name + ".lg_threads")),
+            "phases": host_phases(os.path.join(out, f"server-{name}.log"))}
     return found
 
 
@@ -87,6 +89,10 @@ def main():
     for load, transport, on, off in paired(found, "gemm", "gemm-nobatch"):
         print(f"  {load:12} {transport:14} {ratio(on['rps'], off['rps']):5.2f}x  GPU "
               f"{on['gpu']:.1f} on, {off['gpu']:.1f} off")
+    print("\ngemm_server's host time per unit by phase (us; per GPU):")
+    for (load, transport, server), r in sorted(found.items()):
+        for line in r["phases"]:
+            print(f"  {load}.{transport}.{server}: {line}")
     for key, who in (("threads", "server"), ("lg_threads", "load generator")):
         print(f"\nbusiest {who} threads (percent of one core over the sampled window):")
         for (load, transport, server), r in sorted(found.items()):

@@ -105,10 +105,16 @@ void Executor::Mark(Phase phase, absl::Time* mark) {
   *mark = now;
 }
 
+void Executor::MovePhaseTime(Phase from, Phase to, absl::Duration d) {
+  const int64_t ns = absl::ToInt64Nanoseconds(d);
+  phase_ns_[from].fetch_sub(ns, std::memory_order_relaxed);
+  phase_ns_[to].fetch_add(ns, std::memory_order_relaxed);
+}
+
 void Executor::LogPhases() const {
   static constexpr const char* kNames[kPhases] = {
-      "prepare+plan", "allocate+stage", "stream lock",   "events+H2D",
-      "kernels",      "D2H+free+hand",  "to completion", "completion work"};
+      "prepare+plan", "allocate",      "stage in",      "stream lock",     "events+H2D",
+      "kernels",      "D2H+free+hand", "to completion", "completion work", "answers"};
   const int64_t n = units_timed_.load();
   if (n == 0) return;
   std::string line;
@@ -295,6 +301,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   r = AcquireMemory(*u);
   if (!r.ok()) return Abandon(std::move(u), std::move(r));
   Mark(Phase::kAllocate, &mark);
+  MovePhaseTime(Phase::kAllocate, Phase::kStageIn, u->host_copy_in);
   EnqueueWork(*u, &mark);
   HandOff(std::move(u), launch_start, &mark);
 }
@@ -886,12 +893,13 @@ void Executor::Complete(std::unique_ptr<Unit> u, bool drain) {
     r.timing = t;
     r.timing.queue = u->released - item->arrival;
     // Total and completion are stamped when the answer goes out (after any wait for a thread).
-    answers.push_back([done = std::move(done), r = std::move(r), arrival = item->arrival,
+    answers.push_back([this, done = std::move(done), r = std::move(r), arrival = item->arrival,
                        gpu_done = u->gpu_done]() mutable {
-      const absl::Time now = absl::Now();
+      absl::Time now = absl::Now();
       if (gpu_done != absl::Time()) r.timing.completion = now - gpu_done;
       r.timing.total = now - arrival;
       done(std::move(r));
+      if (gpu_done != absl::Time()) Mark(Phase::kAnswers, &now);
     });
   }
   u.reset();  // returns its device memory and staging before any answer goes out

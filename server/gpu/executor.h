@@ -165,17 +165,21 @@ class Executor {
   // Phases of a unit's host time (RunUnit, then completion), logged at Join.
   enum Phase : int {
     kPrepare,         // kernel choice, resident B ready, plan
-    kAllocate,        // device pool, staging, second plan pass, request bytes into staging
+    kAllocate,        // device pool, staging, second plan pass
+    kStageIn,         // request bytes into staging (the launch thread's share and its wait)
     kStreamLock,      // waiting for the unit stream's enqueue lock
     kH2D,             // timing events and the H2D copies enqueued
     kKernels,         // compute stream lock (serial kernels) and the kernel launches
     kD2H,             // D2H copies, free, host function or watch
     kToCompletion,    // from the GPU finishing to the completing thread picking the unit up
     kCompletionWork,  // timing, copies out of staging, frees, answers built
+    kAnswers,         // answers handed to their callers (the service sends them)
     kPhases
   };
   // Adds the time since `*mark` to `phase`; *mark = now.
   void Mark(Phase phase, absl::Time* mark);
+  // Moves `d`, already counted in `from`, to `to`.
+  void MovePhaseTime(Phase from, Phase to, absl::Duration d);
   // Logs the mean time per unit of each phase (at Join).
   void LogPhases() const;
   // Runs `jobs` on the copier, or on the calling thread without one. Returns the jobs that

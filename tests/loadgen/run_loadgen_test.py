@@ -514,12 +514,17 @@ def case_scripts(a):
     os.makedirs(ceiling, exist_ok=True)
     for server in ("echo-d", "gemm"):
         shutil.copy(report_path, os.path.join(ceiling, f"decode64.default.{server}.json"))
+    with open(os.path.join(ceiling, "server-decode64.default.gemm.log"), "w") as f:
+        f.write("I executor.cc:1] device 0: host time per unit over 10 units (us): "
+                "prepare+plan 1.5, stage in 20.0\n")
     summary = subprocess.run([sys.executable, os.path.join(lib, "inline_ceiling_summary.py"),
                               ceiling], capture_output=True, text=True, timeout=30)
     print(summary.stdout, summary.stderr, sep="\n")
     check(summary.returncode == 0, f"inline_ceiling_summary.py: exit {summary.returncode}")
     check(re.search(r"decode64 +default +gemm +throughput +1\.00", summary.stdout) is not None,
           "inline_ceiling_summary.py: no gemm/echo-d ratio of 1.00")
+    check("decode64.default.gemm: prepare+plan 1.5, stage in 20.0" in summary.stdout,
+          "inline_ceiling_summary.py: the server's logged phases are missing")
 
     # A report of the old schema (times in microseconds) is refused by name, not misread.
     old = dict(json.load(open(report_path)), schema_version=1)
