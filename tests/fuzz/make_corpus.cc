@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -203,6 +204,15 @@ void MatrixRegistrySeeds() {
             .U8(0)
             .U8(3)
             .U8(0)
+            .str());
+  // Begin with both dimensions INT64_MIN (refused; their product overflows 128 bits).
+  Write("matrix_registry", "begin_int64_min",
+        FuzzScript()
+            .U32(1 << 20)
+            .I64(65536)
+            .U8(0)
+            .I64(std::numeric_limits<int64_t>::min())
+            .I64(std::numeric_limits<int64_t>::min())
             .str());
   // Two uploads, the second over the cap; header limits.
   Write("matrix_registry", "cap_and_limits",

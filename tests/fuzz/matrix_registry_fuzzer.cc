@@ -92,7 +92,8 @@ class Script {
   void Begin() {
     const int64_t rows = in_.I64(), cols = in_.I64();
     const bool valid = rows >= 1 && cols >= 1 && rows <= max_dim_ && cols <= max_dim_;
-    const Int bytes = Int{rows} * cols * 2;
+    // (Only for valid dimensions: two of INT64_MIN would overflow even the 128-bit product.)
+    const Int bytes = valid ? Int{rows} * cols * 2 : 0;
     const bool fits = valid && Reserved() + bytes <= max_bytes_;
     auto reg = registry_.Begin({.name = "m", .rows = rows, .cols = cols}, max_dim_);
     FUZZ_CHECK(reg.ok() == fits,
