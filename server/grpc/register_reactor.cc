@@ -140,6 +140,9 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
       alarm = std::move(alarm_);
     }
     alarm.reset();  // cancels it: its callback runs soon with `fired` false
+    // The call slot goes back before the status is sent (a client that has seen the call end may
+    // open its next one at once).
+    grant_.slot.Reset();
     Finish(status);
   }
 
@@ -178,7 +181,7 @@ class RegisterReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   ServiceState* const state_;
   grpc::CallbackServerContext* const context_;
   grpc::ByteBuffer* const response_;
-  const CallGrant grant_;
+  CallGrant grant_;           // its slot is given back in End
   std::atomic<int> refs_{1};  // OnDone's, plus one per armed alarm
   std::atomic<bool> cancelled_{false};
   std::string published_;  // a generated handle published (read at OnDone, after the last reaction)

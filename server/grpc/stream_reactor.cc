@@ -82,7 +82,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
  public:
   using In = typename Messages::In;
 
-  // `grant` admitted the caller; the stream holds its call slot until it is done.
+  // `grant` admitted the caller; the stream holds its call slot until it ends.
   StreamReactor(ServiceState* state, grpc::CallbackServerContext* context, CallGrant grant)
       : state_(state), context_(context), grant_(std::move(grant)) {
     absl::MutexLock lock(&mu_);
@@ -275,6 +275,9 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     if (!broken_ && (!reads_over_ || !ready_.empty())) return std::nullopt;
     finished_ = true;
     if (broken_ && status_.ok()) status_ = grpc::Status::CANCELLED;
+    // The call slot goes back before the status is sent: a client that has seen its stream end
+    // may open its next call at once.
+    grant_.slot.Reset();
     return status_;
   }
 
@@ -329,7 +332,7 @@ class StreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 
   ServiceState* const state_;
   grpc::CallbackServerContext* const context_;
-  const CallGrant grant_;
+  CallGrant grant_;  // its slot is given back when the call ends (AdvanceLocked)
   // Set once the call is broken; polled by queued requests (never through the context, which
   // goes away with the call).
   const std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
