@@ -94,10 +94,8 @@ absl::Status RunCublasLt(const StridedBatch& args, cudaStream_t stream, const La
   return reference::CublasLtGemm(args, stream, opts.workspace, opts.workspace_bytes);
 }
 
-// Whether the small-M kernel serves `args` on `device` (whose facts it needs to plan).
-bool SmallM(const StridedBatch& args, int device) {
-  return Facts(device).ok() && sm90::UseSmallM(args);
-}
+// Whether the small-M kernel serves `args` (TMA-compatible operands, UseSmallM's shapes).
+bool SmallM(const StridedBatch& args) { return TmaCompatible(args) && sm90::UseSmallM(args); }
 
 }  // namespace
 
@@ -159,9 +157,9 @@ std::size_t WorkspaceBytes(const StridedBatch& args, KernelKind kind) {
   }
   switch (kind) {
     case KernelKind::kSm90: {
-      if (device.ok() && TmaCompatible(args) && SmallM(args, *device)) {
+      if (device.ok() && SmallM(args)) {
         auto facts = Facts(*device);
-        return sm90::SmallMWorkspaceBytes(args, facts->sm_count);
+        if (facts.ok()) return sm90::SmallMWorkspaceBytes(args, facts->sm_count);
       }
       return sm90::Supports(args) ? sm90::WorkspaceBytes(args)
                                   : reference::CublasLtWorkspaceBytes();
@@ -202,7 +200,7 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
       // Each compiled variant runs only when qualified (sm90/sm90_variant.h): the small-M
       // kernel's bit here, the tile's in sm90::Gemm; an unqualified one is UNIMPLEMENTED.
       absl::Status st;
-      if (TmaCompatible(args) && SmallM(args, device)) {
+      if (SmallM(args)) {
         st = sm90::VariantAllowed(opts.usable_variants, sm90::kSmallMVariant)
                  ? sm90::SmallMGemm(args, stream, opts)
                  : absl::UnimplementedError("sm90: variant sm90.small_m is not qualified");

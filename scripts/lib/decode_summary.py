@@ -83,7 +83,8 @@ def main():
         breakdown.append(
             f"{name:30} " + " ".join(f"{st.get(k, float('nan')):8.1f}" for k in BREAKDOWN) +
             f" {util:8.1f}")
-        phases += [f"{name}: {line}" for line in host_phases(os.path.join(out, f"server-{name}.log"))]
+        log = os.path.join(out, f"server-{name}.log")
+        phases += [f"{name}: {line}" for line in host_phases(log)]
     print(f"\nserver timing per request (us) and GPU utilization (%):\n{'run':30} " +
           " ".join(f"{k:>8}" for k in BREAKDOWN) + f" {'gpu util':>8}")
     print("\n".join(breakdown))
