@@ -99,6 +99,7 @@ std::vector<absl::Status> GemmEngine::SubmitAll(std::vector<std::shared_ptr<Work
     held[i] = *bytes;
     std::unique_ptr<DeviceSplit> split = DeviceSplit::Make(items[i]);
     if (split == nullptr) {
+      backend_->PinMessageOperands(items[i].get());
       queue.push_back(std::move(items[i]));
       queue_index.push_back(i);
       continue;

@@ -34,12 +34,20 @@ const char* BLayoutName(BLayout l);
 
 // Where an operand's bytes live: in the request message, or in a registered shared-memory
 // region, page-locked (device copies read/write it in place) or not, or in a client's GPU memory
-// mapped through CUDA IPC (device addresses: only device copies may touch them).
-enum class HostMemory : int { kMessage = 0, kShared = 1, kSharedPinned = 2, kSharedDevice = 3 };
+// mapped through CUDA IPC (device addresses: only device copies may touch them), or in the
+// backend's own page-locked copy of the message's bytes (Backend::PinMessageOperands).
+enum class HostMemory : int {
+  kMessage = 0,
+  kShared = 1,
+  kSharedPinned = 2,
+  kSharedDevice = 3,
+  kPinned = 4
+};
 
 // Whether device copies read and write memory of kind `where` in place (no staging).
 inline bool CopiedInPlace(HostMemory where) {
-  return where == HostMemory::kSharedPinned || where == HostMemory::kSharedDevice;
+  return where == HostMemory::kSharedPinned || where == HostMemory::kSharedDevice ||
+         where == HostMemory::kPinned;
 }
 
 // A matrix kept on the server for use as B. Backends subclass it to hold their storage.

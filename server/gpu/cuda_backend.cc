@@ -24,6 +24,7 @@
 #include "server/gpu/host_copier.h"
 #include "server/gpu/pinned_answers.h"
 #include "server/gpu/qualification.h"
+#include "server/gpu/request_pinning.h"
 #include "server/gpu/resident.h"
 #include "server/gpu/staging_pool.h"
 
@@ -32,7 +33,9 @@ namespace {
 
 class CudaBackend final : public core::Backend {
  public:
+  // `request_pool`: pinned memory for requests' A (null: none).
   CudaBackend(const CudaBackendOptions& options, std::shared_ptr<StagingPool> staging,
+              std::shared_ptr<StagingPool> request_pool,
               std::vector<std::shared_ptr<DeviceContext>> devices)
       : options_(options),
         staging_(std::move(staging)),
@@ -42,6 +45,11 @@ class CudaBackend final : public core::Backend {
         copier_(std::make_unique<HostCopier>(options.host_copy_threads,
                                              static_cast<size_t>(options.host_copy_chunk_bytes))),
         devices_(std::move(devices)) {
+    if (request_pool != nullptr) {
+      const int64_t bytes = request_pool->total_bytes();
+      requests_ = std::make_unique<RequestPinning>(std::move(request_pool), bytes,
+                                                   options.host_copy_chunk_bytes);
+    }
     for (const auto& d : devices_) {
       executors_.push_back(std::make_unique<Executor>(d, staging_.get(), answers_.get(),
                                                       copier_.get(), options.executor));
@@ -216,6 +224,10 @@ class CudaBackend final : public core::Backend {
     if (!st.ok()) GEMM_LOG(WARNING) << st;
   }
 
+  void PinMessageOperands(core::WorkItem* item) override {
+    if (requests_ != nullptr) requests_->Pin(item);
+  }
+
   void UnpinHostMemory(void* data) override {
     absl::Status st = CudaStatus(cudaHostUnregister(data), "cudaHostUnregister");
     if (!st.ok()) GEMM_LOG(ERROR) << st;
@@ -227,7 +239,8 @@ class CudaBackend final : public core::Backend {
   // gRPC releases after this backend is gone still returns its bytes to a live pool.
   std::shared_ptr<StagingPool> staging_;
   std::shared_ptr<PinnedAnswers> answers_;
-  std::unique_ptr<HostCopier> copier_;  // outlives the executors (declared before them)
+  std::unique_ptr<RequestPinning> requests_;  // null when no memory is set aside for requests
+  std::unique_ptr<HostCopier> copier_;        // outlives the executors (declared before them)
   std::vector<std::shared_ptr<DeviceContext>> devices_;
   std::vector<std::unique_ptr<Executor>> executors_;
   std::unique_ptr<TaskThread> uploader_ = std::make_unique<TaskThread>();
@@ -281,6 +294,9 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   }
   if (options.staging_bytes < 1 || options.staging_slab_bytes < 1) {
     return absl::InvalidArgumentError("staging_bytes and staging_slab_bytes must be >= 1");
+  }
+  if (options.pinned_request_bytes < 0) {
+    return absl::InvalidArgumentError("pinned_request_bytes must be >= 0");
   }
   if (!(options.pinned_answer_fraction >= 0 && options.pinned_answer_fraction <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("pinned_answer_fraction must be in [0, 1], not ",
@@ -351,15 +367,25 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
       {.total_bytes = options.staging_bytes,
        .slab_bytes = std::min(options.staging_bytes, options.staging_slab_bytes)});
   if (!staging.ok()) return staging.status();
+  std::unique_ptr<StagingPool> request_pool;
+  if (options.pinned_request_bytes > 0) {
+    auto pool = StagingPool::Create(
+        {.total_bytes = options.pinned_request_bytes,
+         .slab_bytes = std::min(options.pinned_request_bytes, options.staging_slab_bytes)});
+    if (!pool.ok()) return pool.status();
+    request_pool = std::move(*pool);
+  }
   GEMM_LOG(INFO) << "pinned staging: " << ((*staging)->total_bytes() >> 20) << " MiB in slabs of "
                  << ((*staging)->max_block_bytes() >> 20)
                  << " MiB, of which inline answers may hold "
                  << (PinnedAnswerLimit::MaxBytesOf(options.pinned_answer_fraction,
                                                    (*staging)->total_bytes()) >>
                      20)
-                 << " MiB; " << options.host_copy_threads << " host copy threads";
+                 << " MiB; " << (options.pinned_request_bytes >> 20)
+                 << " MiB pinned for requests' A; " << options.host_copy_threads
+                 << " host copy threads";
   return std::unique_ptr<core::Backend>(
-      new CudaBackend(options, std::move(*staging), std::move(devices)));
+      new CudaBackend(options, std::move(*staging), std::move(request_pool), std::move(devices)));
 }
 
 }  // namespace gemm::gpu

@@ -30,6 +30,13 @@ struct CudaBackendOptions {
   // it (or when the pool has no free block at once) they are copied out as before. 0: always
   // copied. Default 0.25.
   double pinned_answer_fraction = 0.25;
+  // Pinned host memory, apart from staging, for the A operands requests carry in their gRPC
+  // messages: a request's A of at most host_copy_chunk_bytes is copied into a block of its own
+  // when the request arrives, on the receiving thread, and its unit reads it in place. A larger
+  // A, or one that finds no free block at once, is copied into the unit's staging as before.
+  // Apart from staging so that requests waiting to run never hold memory a unit waits for.
+  // 0: never. Default 128 MiB.
+  int64_t pinned_request_bytes = int64_t{128} << 20;
   // Threads that copy request bytes into staging and results out of it, shared by all GPUs
   // (0: each copy runs on the executor's own thread). Default 8.
   int host_copy_threads = 8;

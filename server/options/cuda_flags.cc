@@ -80,6 +80,13 @@ ABSL_FLAG(double, pinned_answer_fraction, kCuda.pinned_answer_fraction,
           "from pinned memory without a copy out of staging; beyond it, or when the pool has no "
           "free block at once, they are copied out. 0: always copied.");
 
+// Request operands copied into pinned memory on arrival.
+ABSL_FLAG(int64_t, pinned_request_bytes, kCuda.pinned_request_bytes,
+          "CUDA: pinned host memory, apart from staging, for the A operands requests carry in "
+          "their gRPC messages (default 128 MiB): an A of at most --host_copy_chunk_bytes is "
+          "copied there when its request arrives and its GPU copy reads it in place; a larger "
+          "one, or one that finds none free at once, goes through staging. 0: never.");
+
 #ifdef GEMM_HAVE_CUDA_BACKEND
 namespace gemm::server {
 
@@ -89,6 +96,7 @@ void ApplyCudaFlags(ServerOptions& options) {
   c.staging_bytes = absl::GetFlag(FLAGS_staging_bytes);
   c.staging_slab_bytes = absl::GetFlag(FLAGS_staging_slab_bytes);
   c.pinned_answer_fraction = absl::GetFlag(FLAGS_pinned_answer_fraction);
+  c.pinned_request_bytes = absl::GetFlag(FLAGS_pinned_request_bytes);
   c.host_copy_threads = absl::GetFlag(FLAGS_host_copy_threads);
   c.host_copy_chunk_bytes = absl::GetFlag(FLAGS_host_copy_chunk_bytes);
   c.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);

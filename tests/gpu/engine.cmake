@@ -1,10 +1,11 @@
 # GPU tests of the CUDA backend (server/gpu); built when the backend is, skip without a GPU.
 #   engine_gpu_tests          the backend driven directly through a fake WorkSource (and its
-#                             inline answers sent from pinned staging)
+#                             inline answers sent from pinned staging, requests' A pinned on arrival)
 #   engine_gpu_service_tests  the real gemm_server (--backend=cuda) + client on loopback
 if(TARGET gemm_gpu_backend)
   add_executable(engine_gpu_tests ${CMAKE_CURRENT_LIST_DIR}/engine_backend_test.cc
-                                  ${CMAKE_CURRENT_LIST_DIR}/pinned_answers_gpu_test.cc)
+                                  ${CMAKE_CURRENT_LIST_DIR}/pinned_answers_gpu_test.cc
+                                  ${CMAKE_CURRENT_LIST_DIR}/request_pinning_gpu_test.cc)
   target_link_libraries(engine_gpu_tests PRIVATE gemm_gpu_backend gemm_kernel gemm_core gemm_common
                                                  absl::random_random absl::synchronization
                                                  GTest::gtest_main)

@@ -2,6 +2,9 @@
 // response) from the server-wide in-flight budget until its answer has been handed over, is
 // refused RESOURCE_EXHAUSTED naming --max_in_flight_bytes while they do not fit, and gives them
 // back also when the queue refuses it. Limits that make no sense stop the engine from starting.
+// Every admitted request is offered to the backend to pin its message's operands once, before
+// it is queued; a refused one never is.
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -49,6 +52,11 @@ class HoldingBackend : public Backend {
   absl::StatusOr<std::unique_ptr<MatrixUpload>> BeginUpload(ResidentMatrix::Desc) override {
     return absl::UnimplementedError("no resident matrices");
   }
+  // Marks A as pinned (nothing is copied) and counts the calls.
+  void PinMessageOperands(WorkItem* item) override {
+    for (Problem& p : item->request.problems) p.a_mem = HostMemory::kPinned;
+    pin_calls.fetch_add(1);
+  }
 
   // Waits until `n` items are held.
   void AwaitHeld(size_t n) {
@@ -75,7 +83,19 @@ class HoldingBackend : public Backend {
     return true;
   }
 
+  // Whether the oldest held item's problems were all pinned before the worker took it; false
+  // when none is held.
+  bool OldestWasPinned() {
+    absl::MutexLock lock(&mu_);
+    if (held_.empty()) return false;
+    for (const Problem& p : held_.front()->request.problems) {
+      if (p.a_mem != HostMemory::kPinned) return false;
+    }
+    return true;
+  }
+
   absl::Notification go;
+  std::atomic<int> pin_calls{0};
 
  private:
   absl::Mutex mu_;
@@ -203,6 +223,25 @@ TEST_F(EngineAdmissionTest, CreateResolvesLimitsAndRefusesNonsense) {
   auto bad = GemmEngine::Create(o, std::make_unique<HoldingBackend>());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("--max_dim"), std::string::npos) << bad.status();
+}
+
+TEST_F(EngineAdmissionTest, AdmittedRequestsArePinnedOnceBeforeQueuingAndRefusedOnesNever) {
+  Make(4096);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(engine_->Submit(Item(16, 16, 1)).ok());
+  EXPECT_EQ(backend_->pin_calls.load(), 3);
+  // Refused by the budget: not offered.
+  EXPECT_EQ(engine_->Submit(Item(16, 16, 1)).code(), absl::StatusCode::kResourceExhausted);
+  // Refused by validation (A's size does not match its shape): not offered.
+  std::shared_ptr<WorkItem> bad = Item(2, 2, 1);
+  bad->request.problems[0].a = "x";
+  EXPECT_EQ(engine_->Submit(bad).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(backend_->pin_calls.load(), 3);
+  backend_->go.Notify();
+  backend_->AwaitHeld(3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(backend_->OldestWasPinned()) << i;
+    ASSERT_TRUE(backend_->AnswerOldest());
+  }
 }
 
 }  // namespace
