@@ -3,6 +3,9 @@
 
 #include <cstring>
 #include <utility>
+#include <vector>
+
+#include "absl/strings/string_view.h"
 
 namespace gemm::gpu {
 namespace {

@@ -31,9 +31,6 @@ class RequestPinning {
   // the bound would be passed or the pool has no free block now. Never waits. Thread-safe.
   void Pin(core::WorkItem* item);
 
-  // Bytes held by pinned request copies now.
-  int64_t held_bytes() const { return blocks_->stats().held_bytes; }
-
  private:
   // The bounded, never-waiting blocks of the pool (the same allocator inline answers use).
   std::shared_ptr<PinnedAnswers> blocks_;
