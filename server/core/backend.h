@@ -70,6 +70,10 @@ struct StagingDescription {
   // pinned block the GPU wrote, or copied out of staging first (no room for a block of their own).
   int64_t pinned_answers = 0;
   int64_t copied_answers = 0;
+  // Pinned memory set aside for requests' A copied on arrival (apart from staging): held by
+  // requests now, and in all.
+  int64_t request_bytes = 0;
+  int64_t request_max_bytes = 0;
 };
 
 struct BackendDescription {

@@ -162,6 +162,10 @@ void Metrics::BuildStagingMetrics(prometheus::Registry& r) {
   answer_bytes_limit_ = gauge("gemm_pinned_answer_bytes_limit",
                               "The most pinned staging inline answers may hold "
                               "(--pinned_answer_fraction of the pool).");
+  request_bytes_ = gauge("gemm_pinned_request_bytes",
+                         "Pinned memory held by requests' A copied on arrival, waiting to run.");
+  request_bytes_limit_ = gauge("gemm_pinned_request_bytes_limit",
+                               "Pinned memory set aside for requests' A (--pinned_request_bytes).");
   auto& answers = prometheus::BuildCounter()
                       .Name("gemm_inline_answers_total")
                       .Help(
@@ -286,6 +290,8 @@ void Metrics::SetStaging(const StagingDescription& staging) {
   staging_in_use_->Set(static_cast<double>(staging.used_bytes));
   answer_bytes_->Set(static_cast<double>(staging.answer_bytes));
   answer_bytes_limit_->Set(static_cast<double>(staging.answer_max_bytes));
+  request_bytes_->Set(static_cast<double>(staging.request_bytes));
+  request_bytes_limit_->Set(static_cast<double>(staging.request_max_bytes));
   for (auto [counter, total] : {std::pair{answers_pinned_, staging.pinned_answers},
                                 std::pair{answers_copied_, staging.copied_answers}}) {
     const double more = static_cast<double>(total) - counter->Value();

@@ -225,6 +225,8 @@ class Metrics {
   prometheus::Gauge* staging_in_use_;
   prometheus::Gauge* answer_bytes_;
   prometheus::Gauge* answer_bytes_limit_;
+  prometheus::Gauge* request_bytes_;
+  prometheus::Gauge* request_bytes_limit_;
   prometheus::Counter* answers_pinned_;
   prometheus::Counter* answers_copied_;
 

@@ -106,7 +106,9 @@ class CudaBackend final : public core::Backend {
                  .answer_bytes = answers.held_bytes,
                  .answer_max_bytes = answers.max_bytes,
                  .pinned_answers = answers.pinned_answers,
-                 .copied_answers = answers.copied_answers};
+                 .copied_answers = answers.copied_answers,
+                 .request_bytes = requests_ != nullptr ? requests_->held_bytes() : 0,
+                 .request_max_bytes = requests_ != nullptr ? requests_->max_bytes() : 0};
     return d;
   }
 

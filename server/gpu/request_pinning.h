@@ -31,6 +31,10 @@ class RequestPinning {
   // the bound would be passed or the pool has no free block now. Never waits. Thread-safe.
   void Pin(core::WorkItem* item);
 
+  // Bytes held by requests now, and the bound.
+  int64_t held_bytes() const { return blocks_->stats().held_bytes; }
+  int64_t max_bytes() const { return blocks_->stats().max_bytes; }
+
  private:
   // The bounded, never-waiting blocks of the pool (the same allocator inline answers use).
   std::shared_ptr<PinnedAnswers> blocks_;

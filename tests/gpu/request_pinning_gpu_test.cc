@@ -69,6 +69,8 @@ TEST(RequestPinningGpuTest, MessageOperandsArePinnedWhileRoomLastsAndAnswersMatc
     EXPECT_EQ(p.a.size(), ops[i].a.size());
     EXPECT_EQ(p.a.data() != ops[i].a.data(), pinned) << i;
   }
+  EXPECT_EQ(h.Staging().request_bytes, kPinnedBytes);
+  EXPECT_EQ(h.Staging().request_max_bytes, kPinnedBytes);
   PushRouted(h, std::move(items));
   for (int i = 0; i < kRequests; ++i) {
     ASSERT_TRUE(outs[i].done.WaitForNotificationWithTimeout(kWait)) << i;
@@ -77,22 +79,25 @@ TEST(RequestPinningGpuTest, MessageOperandsArePinnedWhileRoomLastsAndAnswersMatc
     EXPECT_EQ(static_cast<int64_t>(o.bytes().size()), kM * kN * 2) << i;
     EXPECT_LE(CheckEntry(reqs[i].problems[0], o, 0, ops[i].b), Tolerance(core::DType::kBF16)) << i;
   }
-  // The finished requests give their pinned memory back (once the backend has dropped the items
-  // it answered): two requests of one chunk each, the whole of it, are pinned again.
-  HostOperands chunk_ops[2];
-  const core::GemmRequest chunk[2] = {Single(chunk_ops[0], gen, 2 * kM),
-                                      Single(chunk_ops[1], gen, 2 * kM)};
-  Outcome unused;
-  bool pinned = false;
-  for (absl::Time end = absl::Now() + absl::Seconds(10); !pinned && absl::Now() < end;) {
-    auto first = MakeItem(chunk[0], &unused), second = MakeItem(chunk[1], &unused);
-    h.backend->PinMessageOperands(first.get());
-    h.backend->PinMessageOperands(second.get());
-    pinned = first->request.problems[0].a_mem == core::HostMemory::kPinned &&
-             second->request.problems[0].a_mem == core::HostMemory::kPinned;
-    if (!pinned) absl::SleepFor(absl::Milliseconds(10));
+  // The finished requests give their pinned memory back once the backend has dropped the items
+  // it answered; then two requests of one chunk each, the whole of it, are pinned again.
+  for (absl::Time end = absl::Now() + absl::Seconds(10);
+       h.Staging().request_bytes != 0 && absl::Now() < end;) {
+    absl::SleepFor(absl::Milliseconds(10));
   }
-  EXPECT_TRUE(pinned) << "the answered requests' pinned memory did not come back";
+  ASSERT_EQ(h.Staging().request_bytes, 0)
+      << "the answered requests' pinned memory did not come back";
+  HostOperands chunk_ops[2];
+  Outcome unused;
+  auto first = MakeItem(Single(chunk_ops[0], gen, 2 * kM), &unused);
+  auto second = MakeItem(Single(chunk_ops[1], gen, 2 * kM), &unused);
+  h.backend->PinMessageOperands(first.get());
+  h.backend->PinMessageOperands(second.get());
+  EXPECT_EQ(first->request.problems[0].a_mem, core::HostMemory::kPinned);
+  EXPECT_EQ(second->request.problems[0].a_mem, core::HostMemory::kPinned);
+  first.reset();
+  second.reset();
+  EXPECT_EQ(h.Staging().request_bytes, 0);
   // With all of it free, an A of more than one chunk stays in its message.
   HostOperands large_ops;
   auto large = MakeItem(Single(large_ops, gen, 3 * kM), &unused);

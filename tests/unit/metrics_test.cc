@@ -151,11 +151,18 @@ TEST(MetricsTest, StagingAndInlineAnswersFollowTheBackendsTotals) {
                  .answer_bytes = 1 << 20,
                  .answer_max_bytes = 8 << 20,
                  .pinned_answers = 40,
-                 .copied_answers = 2});
-  m->SetStaging({.used_bytes = 0, .pinned_answers = 35, .copied_answers = 5});  // never goes back
+                 .copied_answers = 2,
+                 .request_bytes = 1 << 18,
+                 .request_max_bytes = 128 << 20});
+  m->SetStaging({.used_bytes = 0,
+                 .pinned_answers = 35,
+                 .copied_answers = 5,  // never goes back
+                 .request_max_bytes = 128 << 20});
   const std::string text = m->Serialize();
   EXPECT_TRUE(Has(text, "gemm_staging_bytes_in_use 0")) << text;
   EXPECT_TRUE(Has(text, "gemm_pinned_answer_bytes 0")) << text;
+  EXPECT_TRUE(Has(text, "gemm_pinned_request_bytes 0")) << text;
+  EXPECT_TRUE(Has(text, "gemm_pinned_request_bytes_limit 134217728")) << text;
   EXPECT_TRUE(Has(text, "gemm_inline_answers_total{from=\"pinned\"} 40")) << text;
   EXPECT_TRUE(Has(text, "gemm_inline_answers_total{from=\"copied\"} 5")) << text;
 }
