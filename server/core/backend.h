@@ -117,9 +117,10 @@ class Backend {
   }
   // Undoes a successful PinHostMemory(data, ...). Thread-safe.
   virtual void UnpinHostMemory(void* /*data*/) {}
-  // Called once per admitted request before it is queued, on the submitting thread: may copy the
-  // operands `item` carries in its message into memory its device copies read in place, changing
-  // their bytes and HostMemory kind and what `item->keep_alive` holds. Must not wait. Thread-safe.
+  // Called once per admitted request before it is queued (not for a group split across devices,
+  // whose parts are queued instead), on the submitting thread: may copy the operands `item`
+  // carries in its message into memory its device copies read in place, changing their bytes and
+  // HostMemory kind and what `item->keep_alive` holds. Must not wait. Thread-safe.
   virtual void PinMessageOperands(WorkItem* /*item*/) {}
   // An allocation of another process mapped by OpenDeviceMemory.
   struct DeviceMemory {
