@@ -32,7 +32,8 @@
 # its host time per unit by phase). Writes $OUT/inline_ceiling.txt: per load and transport, each
 # server's req/s, payload GB/s each way, server and loadgen CPU per request, event-timed GPU time
 # per request, answers checked and mismatches, gemm's throughput and CPU per request against
-# echo-d's, and gemm_server's phases. A run takes about 15 s: the default grid (22 runs) about 6
+# echo-d's, gemm's latency split into client and transport and server time against echo-d's round
+# trip, and gemm_server's phases. A run takes about 15 s: the default grid (22 runs) about 6
 # minutes.
 set -uo pipefail
 here=$(dirname "$0")

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Summary of scripts/gpu_inline_ceiling.sh's runs under a folder (reports named
 LOAD.TRANSPORT.SERVER.json, with NAME.cpu, NAME.threads and NAME.lg_threads beside them): per run
-the throughput,
-payload GB/s each way, CPU microseconds per request of the server and of the load generator, the
-GPU's event-timed kernel time per request (the batch's kernel time over the requests in it), the
-answers checked and the mismatches; then, per load and transport, gemm's throughput and server CPU
-per request against the D-sized echo's (the round-trip ceiling), this build's server against a
-baseline build's (main-gemm), batching on against off, gemm_server's logged host time per unit
-by phase (server-NAME.log), and the busiest threads of each server and of the load generator that
-drove it.
+the throughput, payload GB/s each way, CPU microseconds per request of the server and of the load
+generator, the GPU's event-timed kernel time per request (the batch's kernel time over the
+requests in it), the answers checked and the mismatches; then, per load and transport, gemm's
+throughput and server CPU per request against the D-sized echo's (the round-trip ceiling), where
+the round trip's time goes (gemm's client and transport time and server time against the echo's
+round trip), this build's server against a baseline build's (main-gemm), batching on against off,
+gemm_server's logged host time per unit by phase (server-NAME.log), and the busiest threads of
+each server and of the load generator that drove it.
 
 Usage: inline_ceiling_summary.py OUT_DIR
 """
@@ -45,6 +45,8 @@ def runs(out):
             "rps": p["throughput_rps"], "in": p.get("request_gbps", float("nan")),
             "out": p.get("response_gbps", float("nan")), "srv": srv, "lg": lg,
             "gpu": st.get("compute", float("nan")) / batch if batch else float("nan"),
+            "latency": p["latency_ms"]["mean"], "client_transport": p["client_transport_ms"],
+            "server": p["server_timing_ms"]["total"],
             "checked": p["verify"]["checked"], "mismatches": p["verify"]["mismatches"],
             "errors": p["requests_failed"], "threads": busiest(os.path.join(out, name + ".threads")),
             "lg_threads": busiest(os.path.join(out, name + ".lg_threads")),
@@ -81,6 +83,14 @@ def main():
             print(f"  {load:12} {transport:14} {server:13} throughput "
                   f"{ratio(ours['rps'], echo['rps']):5.2f}  server CPU per request "
                   f"{ratio(ours['srv'], echo['srv']):5.2f}")
+    print("\nwhere the round trip's time goes (mean ms per request; with the same closed loop of "
+          "callers the\nthroughput ratio is the echo's round trip over gemm's, so 0.90 needs the "
+          "server's time\nwithin the last figure):")
+    for load, transport, ours, echo in paired(found, "gemm", "echo-d"):
+        allowed = echo["latency"] / 0.9 - ours["client_transport"]
+        print(f"  {load:12} {transport:14} echo {echo['latency']:.3f}; gemm "
+              f"{ours['latency']:.3f} = client and transport {ours['client_transport']:.3f} + "
+              f"server {ours['server']:.3f}; server time for 0.90: {allowed:.3f}")
     print("\nthis build's gemm_server against the baseline's (main-gemm), throughput:")
     for load, transport, ours, base in paired(found, "gemm", "main-gemm"):
         print(f"  {load:12} {transport:14} {ratio(ours['rps'], base['rps']):5.2f}  "

@@ -525,6 +525,11 @@ def case_scripts(a):
           "inline_ceiling_summary.py: no gemm/echo-d ratio of 1.00")
     check("decode64.default.gemm: prepare+plan 1.5, stage in 20.0" in summary.stdout,
           "inline_ceiling_summary.py: the server's logged phases are missing")
+    lat = point["latency_ms"]["mean"]
+    ct, srv = point["client_transport_ms"], point["server_timing_ms"]["total"]
+    split = (f"decode64     default        echo {lat:.3f}; gemm {lat:.3f} = client and transport "
+             f"{ct:.3f} + server {srv:.3f}; server time for 0.90: {lat / 0.9 - ct:.3f}")
+    check(split in summary.stdout, f"inline_ceiling_summary.py: no latency split '{split}'")
 
     # A report of the old schema (times in microseconds) is refused by name, not misread.
     old = dict(json.load(open(report_path)), schema_version=1)
