@@ -102,13 +102,15 @@ class CudaBackend final : public core::Backend {
     }
     for (auto& [name, k] : kernels) d.kernels.push_back(k);
     const PinnedAnswerLimit::Stats answers = answers_->stats();
+    const PinnedAnswerLimit::Stats requests =
+        requests_ != nullptr ? requests_->stats() : PinnedAnswerLimit::Stats{};
     d.staging = {.used_bytes = staging_->used_bytes(),
                  .answer_bytes = answers.held_bytes,
                  .answer_max_bytes = answers.max_bytes,
                  .pinned_answers = answers.pinned_answers,
                  .copied_answers = answers.copied_answers,
-                 .request_bytes = requests_ != nullptr ? requests_->held_bytes() : 0,
-                 .request_max_bytes = requests_ != nullptr ? requests_->max_bytes() : 0};
+                 .request_bytes = requests.held_bytes,
+                 .request_max_bytes = requests.max_bytes};
     return d;
   }
 

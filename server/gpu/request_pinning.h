@@ -31,9 +31,8 @@ class RequestPinning {
   // the bound would be passed or the pool has no free block now. Never waits. Thread-safe.
   void Pin(core::WorkItem* item);
 
-  // Bytes held by requests now, and the bound.
-  int64_t held_bytes() const { return blocks_->stats().held_bytes; }
-  int64_t max_bytes() const { return blocks_->stats().max_bytes; }
+  // Bytes held by requests now and the bound, in one snapshot.
+  PinnedAnswerLimit::Stats stats() const { return blocks_->stats(); }
 
  private:
   // The bounded, never-waiting blocks of the pool (the same allocator inline answers use).
