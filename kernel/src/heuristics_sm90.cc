@@ -167,11 +167,7 @@ const ShapeRule* MatchShapeRule(std::span<const ShapeRule> rules, const ShapeQue
 
 int SharedMemoryBytes(const TileConfig& cfg, bool fp32_out) {
   (void)fp32_out;  // the epilogue stages 128-byte rows either way
-  const int stage = (cfg.block_m + cfg.block_n) * cfg.block_k * 2;
-  const int epilogue = 8 /*consumer warps*/ * 2 /*buffers*/ * 16 /*rows*/ * 128 /*bytes*/;
-  const int barriers = 2 * cfg.stages * 8;
-  const int unit_record = 32;  // the producer's decoded next work unit
-  return cfg.stages * stage + epilogue + barriers + unit_record + 1024 /*alignment slack*/;
+  return Sm90SmemBytes(cfg.block_m, cfg.block_n, cfg.stages);
 }
 
 int MaxStages(int block_m, int block_n, bool fp32_out, int smem_limit) {

@@ -271,7 +271,11 @@ TEST(Sm90CoalescedBands, MatchCublasLt) {
   } cases[] = {
       {{300, 4096, 4096}, "swap_ab tile=128x160 stages=5 cluster_m=1"},
       {{383, 14000, 4096, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
-       "swap_ab tile=128x192 stages=4 cluster_m=1"},
+       "swap_ab tile=128x192 stages=5 cluster_m=1"},
+      // A width whose epilogue stages in the last pipeline slot (EpilogueInSlot), with more tiles
+      // than SMs: each CTA holds and releases the slot once per tile.
+      {{200, 28672, 4096, 1, BLayout::kNK, DType::kBF16, 1.0f, 0.5f},
+       "swap_ab tile=128x208 stages=5"},
       // Plain 128x256 tiles where no swap-AB band applies (M = 481-512; four 128-row tiles or
       // N past four waves of four M tiles).
       {{500, 4000, 4096, 1, BLayout::kKN, DType::kBF16, 1.0f, -1.0f},

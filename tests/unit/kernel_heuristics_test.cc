@@ -26,6 +26,24 @@ TEST(HeuristicsSm90, SharedMemoryFitsTheDevice) {
   }
 }
 
+// The swap-AB widths 192 and 208 stage their epilogue in the last pipeline slot (EpilogueInSlot),
+// which gives them five slots like the narrower widths; 224 and 240 keep four.
+TEST(HeuristicsSm90, InSlotEpilogueGivesWidths192And208FiveSlots) {
+  for (int w : kSwapWidths) {
+    TileConfig cfg;
+    cfg.block_m = 128;
+    cfg.block_n = w;
+    cfg.swap_ab = true;
+    cfg.stages = MaxStages(128, w, false, kSmemOptin);
+    EXPECT_EQ(cfg.stages, w <= 208 ? 5 : 4) << "width " << w;
+    EXPECT_EQ(EpilogueInSlot(128, w), w == 192 || w == 208) << "width " << w;
+    EXPECT_LE(SharedMemoryBytes(cfg, false), kSmemOptin) << "width " << w;
+  }
+  // No epilogue buffers in their carve-up: slack, five slots, barriers and the unit record.
+  EXPECT_EQ(Sm90SmemBytes(128, 192, 5), 1024 + 5 * (128 + 192) * 128 + 5 * 16 + 32);
+  EXPECT_EQ(Sm90SmemBytes(128, 176, 5), 1024 + 5 * (128 + 176) * 128 + 32 * 1024 + 5 * 16 + 32);
+}
+
 TEST(HeuristicsSm90, LargeSquareUsesWideTiles) {
   ShapeQuery q;
   q.m = q.n = q.k = 8192;

@@ -14,7 +14,10 @@
 //        flight and frees a slot as soon as the wgmma that read it retired. setmaxnreg raises them
 //        to 232 registers (W/2 accumulators). Epilogue: alpha/beta(C) in registers -> STSM (BF16) /
 //        st.shared (FP32) into two 128B-swizzled 16-row staging tiles per warp, filled in pairs
-//        under one proxy fence -> TMA stores (hardware clips M/N edges).
+//        under one proxy fence -> TMA stores (hardware clips M/N edges). The staging tiles are
+//        buffers of their own, or, on the tiles where that measured faster for the pipeline slot
+//        it frees (EpilogueInSlot), the unit's last slot, which the consumers release once the
+//        stores have read it.
 // Work units are decoded one ahead (scheduler.h's multiply-shift divisors): the producer right
 // after issuing a unit's first load, the consumers while a unit's first wgmmas run, so no unit
 // starts with ~1,000 cycles of index arithmetic on its critical path.
@@ -56,10 +59,12 @@ inline constexpr int kThreads = 384;
 inline constexpr int kEpiBufBytes = 16 * 128;  // one warp's 16-row x 128-byte staging tile
 inline constexpr int kUnitRecordBytes = 32;    // the producer's decoded next work unit
 
-// Dynamic shared memory of one CTA (must match the device-side carve-up below).
+static_assert(16 * kEpiBufBytes == kEpilogueBufferBytes && kBlockK == 64 && kUnitRecordBytes == 32,
+              "Sm90SmemBytes (sm90_tiles.h) sizes the carve-up below");
+
+// Dynamic shared memory of one CTA (the device-side carve-up below).
 constexpr int SmemBytes(int block_m, int block_n, int stages) {
-  return 1024 /*alignment slack*/ + stages * (block_m + block_n) * kBlockK * 2 + 16 * kEpiBufBytes +
-         2 * stages * 8 + kUnitRecordBytes;
+  return Sm90SmemBytes(block_m, block_n, stages);
 }
 
 template <int BM, int BN, bool kF32Out, bool kBKN, int P, bool kSwap = false>
@@ -80,6 +85,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int kABytes = BM * kBlockK * 2;
   constexpr int kABox = BM < 128 ? BM : 128;  // rows per A box
   constexpr int kBBytes = BN * kBlockK * 2;
+  // The epilogue stages in the unit's last slot (EpilogueInSlot), so the CTA has no buffers for it.
+  constexpr bool kEpiInSlot = EpilogueInSlot(BM, BN);
   const int stages = params.stages;
   const int cs = params.cluster_m;
 
@@ -89,7 +96,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t s_a = smem_base;
   const uint32_t s_b = s_a + stages * kABytes;
   const uint32_t s_epi = s_b + stages * kBBytes;
-  const uint32_t s_bar = s_epi + 16 * kEpiBufBytes;
+  const uint32_t s_bar = s_epi + (kEpiInSlot ? 0 : 16 * kEpiBufBytes);
   auto full_bar = [&](int s) { return s_bar + s * 8; };
   auto empty_bar = [&](int s) { return s_bar + (stages + s) * 8; };
   const uint32_t s_rec = s_bar + 2 * stages * 8;
@@ -332,6 +339,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     // epilogue needs only __syncwarp, never a 128-thread barrier (measured: the epilogue was
     // worth ~3% of the kernel's time with warpgroup-wide staging).
     const uint32_t stg0 = s_epi + (wgi * 4 + warp) * 2 * kEpiBufBytes;
+    // With the epilogue in the slot: this warp's 4 KB of slot `s`, in 16 KB per warpgroup (the
+    // first's in the slot's 128 A rows, the second's in its B rows).
+    static_assert(!kEpiInSlot || (kABytes >= 16 * 1024 && kBBytes >= 16 * 1024));
+    auto slot_staging = [&](int s) -> uint32_t {
+      const uint32_t wg_base = wgi == 0 ? s_a + s * kABytes : s_b + s * kBBytes;
+      return wg_base + warp * 2 * kEpiBufBytes;
+    };
     // Slot-0 descriptors of this warpgroup's A rows / B columns (128 bytes of K per row in either
     // layout); MN-major: 64-column chunks 8 KB apart (a warpgroup's 64 A rows are one chunk, at
     // the same offset as its 64 K-major rows).
@@ -409,7 +423,10 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
       WgmmaWait<0>();
-      release(prev_stage);
+      // A unit that stores its tile keeps its last slot for the epilogue (kEpiInSlot) until its
+      // stores have read it; the producer refills it after that.
+      const bool hold = kEpiInSlot && (w.split < 0 || IsOwner(w, plan));
+      if (!hold) release(prev_stage);
       if (!decoded && have_next) next = decode(u + step);
 
       const int m_wg =
@@ -499,6 +516,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
 
       // ---------------- epilogue ----------------
+      const uint32_t stg = hold ? slot_staging(prev_stage) : stg0;
+      if (hold) NamedBarrierSync(3, 256);  // both warpgroups' wgmmas have read the slot
       // NOTE: two copies; alpha == 1 without C (the usual call) skips the scaling and the C
       // branches (measured with ncu on 2048^3: 517 instructions per consumer warp, 128 of
       // them FMULs by alpha, while the tensor cores wait).
@@ -550,7 +569,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               }
             };
             if constexpr (kSwap) {
-              SwapEpilogueStore<kWgCols, kF32Out, kPlain>(acc[hh], stg0, lane, &params.tma[kTmaD],
+              SwapEpilogueStore<kWgCols, kF32Out, kPlain>(acc[hh], stg, lane, &params.tma[kTmaD],
                                                           m_warp, n_base, pp.n, tc.batch, alpha,
                                                           beta, use_c, row_lo, load_c2);
             } else {
@@ -566,7 +585,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                 for (int jj = 0; jj < 2; ++jj) {
                   const int j = j0 + jj;
                   if (j >= kChunks || n_base + j * kCW >= pp.n) continue;
-                  const uint32_t buf = stg0 + jj * kEpiBufBytes;
+                  const uint32_t buf = stg + jj * kEpiBufBytes;
                   if constexpr (!kF32Out) {
 #pragma unroll
                     for (int q = 0; q < 4; ++q) {
@@ -620,7 +639,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                   for (int jj = 0; jj < 2; ++jj) {
                     const int j = j0 + jj;
                     if (j >= kChunks || n_base + j * kCW >= pp.n) continue;
-                    TmaStore3d(&params.tma[3 * prob(tc.problem) + kTmaD], stg0 + jj * kEpiBufBytes,
+                    TmaStore3d(&params.tma[3 * prob(tc.problem) + kTmaD], stg + jj * kEpiBufBytes,
                                n_base + j * kCW, m_warp, tc.batch);
                   }
                   BulkCommitGroup();
@@ -634,6 +653,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         epilogue(std::true_type{});
       } else {
         epilogue(std::false_type{});
+      }
+      if (hold) {
+        if (lane == 0) BulkWaitGroupRead<0>();  // this warp's stores have read the slot
+        __syncwarp();
+        NamedBarrierSync(4 + wgi, 128);  // and every warp's of this warpgroup
+        release(prev_stage);
       }
     }
     if (lane == 0) BulkWaitGroup<0>();

@@ -1,5 +1,5 @@
-// The tile shapes the SM90 kernel is compiled for, shared by the device code, the launcher and
-// the (CPU-tested) heuristics and variant list. No CUDA include.
+// The tile shapes the SM90 kernel is compiled for and its shared-memory layout's size, shared by
+// the device code, the launcher and the (CPU-tested) heuristics and variant list. No CUDA include.
 #pragma once
 
 namespace gemm::kernel::sm90 {
@@ -24,5 +24,38 @@ constexpr bool IsSm90SwapTile(int block_m, int block_n) {
   }
   return false;
 }
+
+// Shared memory a CTA may opt into on every SM90 part (227 KB).
+inline constexpr int kSm90SmemOptin = 232448;
+// The epilogue's own staging buffers: 8 consumer warps x two 16-row x 128-byte tiles.
+inline constexpr int kEpilogueBufferBytes = 8 * 2 * 16 * 128;
+
+// Bytes of dynamic shared memory of a CTA with `stages` pipeline slots of a block_m x block_n
+// tile (64 K per slot): alignment slack, the slots, the epilogue's buffers if it has its own, the
+// full/empty barriers and the producer's 32-byte unit record.
+constexpr int SmemBytesWith(int block_m, int block_n, int stages, bool epilogue_buffers) {
+  return 1024 + stages * (block_m + block_n) * 64 * 2 +
+         (epilogue_buffers ? kEpilogueBufferBytes : 0) + 2 * stages * 8 + 32;
+}
+
+// Whether the epilogue stages a unit's output in the unit's last pipeline slot, held until the
+// stores have read it, instead of in buffers of its own. Only the swap-AB widths 192 and 208:
+// dropping the buffers gives them a fifth slot, which measured 1-8% faster on every m_sweep row
+// they run alone (M = 177-208; H200, gemm_bench, both layouts). The other tiles where a slot
+// would be freed measured slower with it (128x128 at 7 slots, 64x256 at 5, widths 144 and 160
+// at 6: 0.7-1.7% over their rows) and keep their buffers; the slot gives each consumer
+// warpgroup 16 KB (the first's in its 128 A rows, the second's in the B rows).
+constexpr bool EpilogueInSlot(int block_m, int block_n) {
+  return block_m == 128 && (block_n == 192 || block_n == 208);
+}
+
+// Bytes of dynamic shared memory of one CTA of the kernel (the device's carve-up).
+constexpr int Sm90SmemBytes(int block_m, int block_n, int stages) {
+  return SmemBytesWith(block_m, block_n, stages, !EpilogueInSlot(block_m, block_n));
+}
+
+static_assert(Sm90SmemBytes(128, 192, 5) <= kSm90SmemOptin &&
+                  Sm90SmemBytes(128, 208, 5) <= kSm90SmemOptin,
+              "the in-slot epilogue's fifth slot fits");
 
 }  // namespace gemm::kernel::sm90
