@@ -62,11 +62,6 @@ inline constexpr int kUnitRecordBytes = 32;    // the producer's decoded next wo
 static_assert(16 * kEpiBufBytes == kEpilogueBufferBytes && kBlockK == 64 && kUnitRecordBytes == 32,
               "Sm90SmemBytes (sm90_tiles.h) sizes the carve-up below");
 
-// Dynamic shared memory of one CTA (the device-side carve-up below).
-constexpr int SmemBytes(int block_m, int block_n, int stages) {
-  return Sm90SmemBytes(block_m, block_n, stages);
-}
-
 template <int BM, int BN, bool kF32Out, bool kBKN, int P, bool kSwap = false>
 __global__ void __launch_bounds__(kThreads, 1)
     Sm90GemmKernel(const __grid_constant__ KernelParams<P> params) {
@@ -425,7 +420,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       WgmmaWait<0>();
       // A unit that stores its tile keeps its last slot for the epilogue (kEpiInSlot) until its
       // stores have read it; the producer refills it after that.
-      const bool hold = kEpiInSlot && (w.split < 0 || IsOwner(w, plan));
+      const bool hold = kEpiInSlot && IsOwner(w, plan);
       if (!hold) release(prev_stage);
       if (!decoded && have_next) next = decode(u + step);
 

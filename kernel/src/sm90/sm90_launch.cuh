@@ -17,7 +17,7 @@ template <int BM, int BN, bool kF32Out, bool kBKN, int P, bool kSwap>
 cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t stream, int* grid_out,
                        const SplitWorkspace& ws, int* split_out) {
   auto* kernel = &Sm90GemmKernel<BM, BN, kF32Out, kBKN, P, kSwap>;
-  const int smem = SmemBytes(BM, BN, params.stages);
+  const int smem = Sm90SmemBytes(BM, BN, params.stages);
   int device = 0;
   cudaGetDevice(&device);
   // Raise the dynamic shared-memory limit only when this launch needs more than it was raised
