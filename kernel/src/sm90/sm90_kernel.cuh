@@ -420,13 +420,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       WgmmaWait<0>();
       // A unit that stores its tile keeps its last slot for the epilogue (kEpiInSlot) until its
       // stores have read it; the producer refills it after that.
-      const bool hold = kEpiInSlot && IsOwner(w, plan);
+      // (Timing only: with kDebugSkipSplitExchange every piece stores its partial as the tile.)
+      const bool skip_exchange = (params.debug_flags & kDebugSkipSplitExchange) != 0;
+      const bool hold = kEpiInSlot && (skip_exchange || IsOwner(w, plan));
       if (!hold) release(prev_stage);
       if (!decoded && have_next) next = decode(u + step);
 
       const int m_wg =
           (tc.m_cluster * cs + static_cast<int>(rank)) * BM + (kSplitN ? 0 : wgi * kWgRows);
-      if (w.split >= 0) {
+      if (w.split >= 0 && !skip_exchange) {
         // ---------------- split-K exchange (both consumer warpgroups) ----------------
         // Partial tiles are stored in accumulator-fragment order, float4-interleaved over the
         // 256 consumer threads: coalesced, and the owner's threads read their own fragments.

@@ -70,6 +70,7 @@ inline constexpr int kDebugSkipEpilogue = 1;  // consumers store nothing
 inline constexpr int kDebugNoLoads = 2;       // producer signals slots without loading them
 inline constexpr int kDebugNoMulticast = 4;   // clusters load all of B per CTA (no multicast)
 inline constexpr int kDebugNoSplit = 8;       // never split the tail wave along K (results right)
-inline constexpr int kDebugExitEarly = 128;   // CTAs exit after the prologue (launch cost only)
+inline constexpr int kDebugSkipSplitExchange = 64;  // split-K pieces each store their own partial
+inline constexpr int kDebugExitEarly = 128;  // CTAs exit after the prologue (launch cost only)
 
 }  // namespace gemm::kernel::sm90
