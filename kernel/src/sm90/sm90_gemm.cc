@@ -114,7 +114,8 @@ TileConfig ApplyOverride(TileConfig cfg, const DeviceLimits& limits, int* debug_
                 : (*debug_flags & 512) ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
                                        : device_promotion;
   t_whole_a_boxes = (*debug_flags & 256) != 0;
-  *debug_flags &= 0xf | kDebugSkipSplitExchange | kDebugExitEarly;  // 16/32/256/512: host-side
+  // 16/32/256/512 were host-side (above); the kernel sees the others.
+  *debug_flags &= 0xf | kDebugSkipSplitExchange | kDebugExitEarly;
   return cfg;
 }
 

@@ -65,7 +65,7 @@ struct KernelParams {
 
 static_assert(sizeof(KernelParams<kMaxGroupPerLaunch>) <= 32764, "over the kernel parameter limit");
 
-// Timing-experiment switches (results are wrong with any of the first three set).
+// Timing-experiment switches (results are wrong with 1, 2, 4 or 64 set).
 inline constexpr int kDebugSkipEpilogue = 1;  // consumers store nothing
 inline constexpr int kDebugNoLoads = 2;       // producer signals slots without loading them
 inline constexpr int kDebugNoMulticast = 4;   // clusters load all of B per CTA (no multicast)
