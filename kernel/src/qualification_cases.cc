@@ -17,11 +17,6 @@
 namespace gemm::kernel {
 namespace {
 
-// Opt-in shared memory per block of the SM90 devices (H100, H200): 227 KiB. Should a device
-// with another value make the launcher choose another tile, its case fails loudly (the runner
-// allows only the predicted variant) instead of qualifying the wrong one.
-constexpr int kSm90SmemOptin = 232448;
-
 QualificationProblem P(int64_t m, int64_t n, int64_t k, BLayout layout, DType out = DType::kBF16,
                        float alpha = 1.0f, float beta = 0.0f) {
   return {m, n, k, layout, out, alpha, beta};
@@ -104,6 +99,9 @@ std::vector<QualificationCase> Sm100Cases(int sm_count) {
 int Sm90VariantOf(const QualificationCase& c, int sm_count) {
   const QualificationProblem& p = c.problems[0];
   const bool f32 = p.d_dtype == DType::kFP32, kn = p.b_layout == BLayout::kKN;
+  // Predicted with the SM90 devices' opt-in shared memory (kSm90SmemOptin, 227 KiB). Should a
+  // device with another value make the launcher choose another tile, its case fails loudly (the
+  // runner allows only the predicted variant) instead of qualifying the wrong one.
   sm90::TileConfig cfg;
   if (c.problems.size() > 1) {
     std::vector<sm90::GroupMember> members;
@@ -111,12 +109,12 @@ int Sm90VariantOf(const QualificationCase& c, int sm_count) {
     std::stable_sort(members.begin(), members.end(), [](const auto& x, const auto& y) {
       return x.k != y.k ? x.k > y.k : x.n > y.n;
     });
-    cfg = sm90::ChooseGroupConfig(members, f32, kn, sm_count, kSm90SmemOptin);
+    cfg = sm90::ChooseGroupConfig(members, f32, kn, sm_count, sm90::kSm90SmemOptin);
   } else {
     if (sm90::UseSmallM(p.m, p.n, p.k, c.batch)) return sm90::kSmallMVariant;
     sm90::ShapeQuery q;
     q.m = p.m, q.n = p.n, q.k = p.k, q.batch = c.batch, q.fp32_out = f32, q.b_kn = kn;
-    cfg = sm90::ChooseConfig(q, sm_count, kSm90SmemOptin);
+    cfg = sm90::ChooseConfig(q, sm_count, sm90::kSm90SmemOptin);
   }
   return sm90::TileVariant(cfg.block_m, cfg.block_n, cfg.swap_ab);
 }

@@ -10,7 +10,7 @@ namespace gemm::kernel::sm90 {
 namespace {
 
 constexpr int kH100Sms = 132;
-constexpr int kSmemOptin = 232448;  // H100/H200 opt-in shared memory per block
+constexpr int kSmemOptin = kSm90SmemOptin;  // H100/H200 opt-in shared memory per block
 
 TEST(HeuristicsSm90, SharedMemoryFitsTheDevice) {
   for (int bn : {128, 256}) {

@@ -30,14 +30,6 @@ inline constexpr int kSm90SmemOptin = 232448;
 // The epilogue's own staging buffers: 8 consumer warps x two 16-row x 128-byte tiles.
 inline constexpr int kEpilogueBufferBytes = 8 * 2 * 16 * 128;
 
-// Bytes of dynamic shared memory of a CTA with `stages` pipeline slots of a block_m x block_n
-// tile (64 K per slot): alignment slack, the slots, the epilogue's buffers if it has its own, the
-// full/empty barriers and the producer's 32-byte unit record.
-constexpr int SmemBytesWith(int block_m, int block_n, int stages, bool epilogue_buffers) {
-  return 1024 + stages * (block_m + block_n) * 64 * 2 +
-         (epilogue_buffers ? kEpilogueBufferBytes : 0) + 2 * stages * 8 + 32;
-}
-
 // Whether the epilogue stages a unit's output in the unit's last pipeline slot, held until the
 // stores have read it, instead of in buffers of its own. Only the swap-AB widths 192 and 208:
 // dropping the buffers gives them a fifth slot. Against four (gemm_bench m_sweep, both layouts,
@@ -50,9 +42,13 @@ constexpr bool EpilogueInSlot(int block_m, int block_n) {
   return block_m == 128 && (block_n == 192 || block_n == 208);
 }
 
-// Bytes of dynamic shared memory of one CTA of the kernel (the device's carve-up).
+// Bytes of dynamic shared memory of one CTA of the kernel (the device's carve-up) with `stages`
+// pipeline slots of a block_m x block_n tile (64 K per slot): alignment slack, the slots, the
+// epilogue's buffers unless it stages in a slot, the full/empty barriers and the producer's
+// 32-byte unit record.
 constexpr int Sm90SmemBytes(int block_m, int block_n, int stages) {
-  return SmemBytesWith(block_m, block_n, stages, !EpilogueInSlot(block_m, block_n));
+  return 1024 + stages * (block_m + block_n) * 64 * 2 +
+         (EpilogueInSlot(block_m, block_n) ? 0 : kEpilogueBufferBytes) + 2 * stages * 8 + 32;
 }
 
 static_assert(Sm90SmemBytes(128, 192, 5) <= kSm90SmemOptin &&
