@@ -189,43 +189,75 @@ std::size_t WorkspaceBytes(std::span<const Problem> group, KernelKind kind) {
   }
 }
 
-absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
+struct PreparedGemm::Native {
+  sm90::PreparedLaunch sm90;
+};
+
+PreparedGemm::PreparedGemm() = default;
+PreparedGemm::~PreparedGemm() = default;
+PreparedGemm::PreparedGemm(PreparedGemm&&) noexcept = default;
+PreparedGemm& PreparedGemm::operator=(PreparedGemm&&) noexcept = default;
+
+absl::StatusOr<PreparedGemm> Prepare(const StridedBatch& args, const LaunchOptions& opts) {
   GEMM_RETURN_IF_ERROR(ValidateBatch(args));
   GEMM_ASSIGN_OR_RETURN(const int device, CurrentDevice());
   GEMM_ASSIGN_OR_RETURN(const KernelKind kind, Resolve(opts.kind, device));
   const bool automatic = opts.kind == KernelKind::kAuto;
-  Report(opts, kind);
-  switch (kind) {
-    case KernelKind::kSm90: {
-      // Each compiled variant runs only when qualified (sm90/sm90_variant.h): the small-M
-      // kernel's bit here, the tile's in sm90::Gemm; an unqualified one is UNIMPLEMENTED.
-      absl::Status st;
-      if (SmallM(args)) {
-        st = sm90::VariantAllowed(opts.usable_variants, sm90::kSmallMVariant)
-                 ? sm90::SmallMGemm(args, stream, opts)
-                 : absl::UnimplementedError("sm90: variant sm90.small_m is not qualified");
-      } else if (sm90::Supports(args)) {
-        st = sm90::Gemm(args, stream, opts);
-      } else {
-        if (automatic) return RunCublasLt(args, stream, opts);
-        return absl::FailedPreconditionError(
-            "sm90 kernel needs 16-byte aligned pointers, pitches and batch strides");
+  PreparedGemm call;
+  call.args_ = args;
+  call.opts_ = opts;
+  call.served_ = kind;
+  if (kind == KernelKind::kSm90) {
+    // Each compiled variant runs only when qualified (sm90/sm90_variant.h): the small-M
+    // kernel's bit here, the tile's in sm90::Prepare; an unqualified one is UNIMPLEMENTED.
+    absl::Status st;
+    if (SmallM(args)) {
+      call.small_m_ = true;
+      if (!sm90::VariantAllowed(opts.usable_variants, sm90::kSmallMVariant)) {
+        st = absl::UnimplementedError("sm90: variant sm90.small_m is not qualified");
       }
-      if (automatic && absl::IsUnimplemented(st)) return RunCublasLt(args, stream, opts);
+    } else if (sm90::Supports(args)) {
+      call.native_ = std::make_unique<PreparedGemm::Native>();
+      st = sm90::Prepare(args, opts, &call.native_->sm90);
+    } else if (!automatic) {
+      return absl::FailedPreconditionError(
+          "sm90 kernel needs 16-byte aligned pointers, pitches and batch strides");
+    } else {
+      st = absl::UnimplementedError("sm90: operands not TMA-aligned");
+    }
+    if (automatic && absl::IsUnimplemented(st)) {
+      call.served_ = KernelKind::kCublasLt;
+      call.small_m_ = false;
+      call.native_.reset();
+    } else if (!st.ok()) {
       return st;
     }
-    case KernelKind::kSm100: {
-      absl::Status st = sm100::Gemm(args, stream, opts);
-      if (automatic && absl::IsUnimplemented(st)) return RunCublasLt(args, stream, opts);
-      return st;
-    }
-    case KernelKind::kCublasLt:
-      return RunCublasLt(args, stream, opts);
-    case KernelKind::kAuto:
-      break;
+  } else if (kind != KernelKind::kSm100 && kind != KernelKind::kCublasLt) {
+    return absl::UnimplementedError(
+        absl::StrCat("no kernel for kind ", KernelName(kind), " on device ", device));
   }
-  return absl::UnimplementedError(
-      absl::StrCat("no kernel for kind ", KernelName(kind), " on device ", device));
+  Report(opts, call.served_);
+  return call;
+}
+
+absl::Status Launch(const PreparedGemm& call, cudaStream_t stream) {
+  const StridedBatch& args = call.args_;
+  const LaunchOptions& opts = call.opts_;
+  if (call.native_ != nullptr) return sm90::Launch(call.native_->sm90, stream);
+  if (call.small_m_) return sm90::SmallMGemm(args, stream, opts);
+  if (call.served_ == KernelKind::kSm100) {
+    absl::Status st = sm100::Gemm(args, stream, opts);
+    if (opts.kind == KernelKind::kAuto && absl::IsUnimplemented(st)) {
+      return RunCublasLt(args, stream, opts);
+    }
+    return st;
+  }
+  return reference::CublasLtGemm(args, stream, opts.workspace, opts.workspace_bytes);
+}
+
+absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
+  GEMM_ASSIGN_OR_RETURN(const PreparedGemm call, Prepare(args, opts));
+  return Launch(call, stream);
 }
 
 absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,

@@ -302,6 +302,11 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   if (!r.ok()) return Abandon(std::move(u), std::move(r));
   Mark(Phase::kAllocate, &mark);
   MovePhaseTime(Phase::kAllocate, Phase::kStageIn, u->host_copy_in);
+  // NOTE: before the copy-in is enqueued, so that only the kernels' enqueue follows it: a device
+  // copy (CUDA IPC) finishes in a few microseconds, and the GPU then waited for the rest of the
+  // kernel library's host work.
+  PrepareLaunches(*u);
+  Mark(Phase::kKernels, &mark);
   EnqueueWork(*u, &mark);
   HandOff(std::move(u), launch_start, &mark);
 }
@@ -578,26 +583,41 @@ absl::Status Executor::EnqueueKernels(Unit& u, absl::Status st) {
   return st;
 }
 
+kernel::LaunchOptions Executor::LaunchOptionsFor(const Unit& u, kernel::KernelKind* served) const {
+  kernel::LaunchOptions opts;
+  opts.kind = u.kind;
+  opts.usable_variants = device_->usable_variants();  // what start-up qualification passed
+  if (u.workspace_off >= 0) {
+    opts.workspace = u.dev.get() + u.workspace_off;
+    opts.workspace_bytes = u.workspace_bytes;
+  } else {
+    opts.workspace = u.kslot->workspace;
+    opts.workspace_bytes = u.kslot->workspace_bytes;
+  }
+  // With kAuto, the kernel library itself serves a call its native kernel does not cover (or
+  // whose variant did not qualify) through cuBLASLt, and says so: the answer names it.
+  *served = u.kind;
+  opts.served = served;
+  return opts;
+}
+
+void Executor::PrepareLaunches(Unit& u) const {
+  for (Launch& l : u.launches) {
+    if (!l.grouped) l.prepared = kernel::Prepare(l.batch, LaunchOptionsFor(u, &l.served));
+  }
+}
+
 absl::Status Executor::LaunchKernels(Unit& u) {
   const cudaStream_t kstream = u.kslot->stream;
-  for (const Launch& l : u.launches) {
-    kernel::LaunchOptions opts;
-    opts.kind = u.kind;
-    opts.usable_variants = device_->usable_variants();  // what start-up qualification passed
-    if (u.workspace_off >= 0) {
-      opts.workspace = u.dev.get() + u.workspace_off;
-      opts.workspace_bytes = u.workspace_bytes;
+  for (Launch& l : u.launches) {
+    if (l.grouped) {
+      GEMM_RETURN_IF_ERROR(kernel::GemmGrouped(l.group, kstream, LaunchOptionsFor(u, &l.served)));
     } else {
-      opts.workspace = u.kslot->workspace;
-      opts.workspace_bytes = u.kslot->workspace_bytes;
+      if (!l.prepared.has_value()) return absl::InternalError("kernel call launched unprepared");
+      GEMM_RETURN_IF_ERROR(l.prepared->status());
+      GEMM_RETURN_IF_ERROR(kernel::Launch(**l.prepared, kstream));
     }
-    // With kAuto, the kernel library itself serves a call its native kernel does not cover (or
-    // whose variant did not qualify) through cuBLASLt, and says so: the answer names it.
-    kernel::KernelKind served = u.kind;
-    opts.served = &served;
-    GEMM_RETURN_IF_ERROR(l.grouped ? kernel::GemmGrouped(l.group, kstream, opts)
-                                   : kernel::Gemm(l.batch, kstream, opts));
-    if (served == kernel::KernelKind::kCublasLt) {
+    if (l.served == kernel::KernelKind::kCublasLt) {
       u.kernel_name = kernel::KernelName(kernel::KernelKind::kCublasLt);
     }
   }

@@ -129,6 +129,12 @@ class Executor {
   // Enqueues the kernels on the unit's kernel stream, ordered after its copy-in and before its
   // copy-out; `st` is the copy-in's status (kernels are only launched after a good one).
   absl::Status EnqueueKernels(Unit& unit, absl::Status st);
+  // The kernel-library options of `unit`'s calls (kind, qualified variants, workspace), the
+  // kernel that serves one reported to `served`.
+  kernel::LaunchOptions LaunchOptionsFor(const Unit& unit, kernel::KernelKind* served) const;
+  // Does the host work of the unit's single calls (kernel::Prepare) before anything of it is
+  // enqueued.
+  void PrepareLaunches(Unit& unit) const;
   // Launches the unit's kernel-library calls on its kernel stream.
   absl::Status LaunchKernels(Unit& unit);
   // Hands the enqueued unit to its completion path (polled event, else a CUDA host function).
@@ -169,7 +175,7 @@ class Executor {
     kStageIn,         // request bytes into staging (the launch thread's share and its wait)
     kStreamLock,      // waiting for the unit stream's enqueue lock
     kH2D,             // timing events and the H2D copies enqueued
-    kKernels,         // compute stream lock (serial kernels) and the kernel launches
+    kKernels,         // kernel calls prepared, compute stream lock and the kernel launches
     kD2H,             // D2H copies, free, host function or watch
     kToCompletion,    // from the GPU finishing to the completing thread picking the unit up
     kCompletionWork,  // timing, copies out of staging, frees, answers built

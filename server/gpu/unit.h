@@ -9,10 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "gemm/kernel.h"
 #include "server/core/types.h"
@@ -53,6 +55,10 @@ struct Launch {
   bool grouped = false;
   kernel::StridedBatch batch;
   std::vector<kernel::Problem> group;
+  // A single call's host work (kernel::Prepare), done before the unit's copy-in is enqueued so
+  // that only its enqueue follows the copy; its error is the call's. Unset for groups.
+  std::optional<absl::StatusOr<kernel::PreparedGemm>> prepared;
+  kernel::KernelKind served = kernel::KernelKind::kAuto;  // the call's LaunchOptions::served
 };
 
 enum class UnitShape { kStacked, kStrided, kGroup, kExperts };

@@ -1,11 +1,12 @@
 // SM90 persistent WGMMA kernel against cuBLASLt on fresh random data with poisoned outputs:
 // M, N, K sweeps over {1, 7, 64, 127, 128, 129, 1000, 4096}, benchmark shapes, both B layouts,
-// both output dtypes, alpha/beta with C, strided batches and groups. Skips unless the device is
-// compute capability 9.0.
+// both output dtypes, alpha/beta with C, strided batches and groups, prepared calls. Skips unless
+// the device is compute capability 9.0.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <random>
 #include <string>
 #include <tuple>
@@ -412,6 +413,65 @@ TEST(Sm90SplitK, ForcedFactorsMatchCublasLt) {
     }
   }
   sm90::ClearTuningOverride();
+}
+
+// Prepared calls (kernel::Prepare, then kernel::Launch) on one split workspace, garbage filled:
+// launched in the other order than they were prepared, and one of them again, each launch must
+// match cuBLASLt (the split's epoch is taken at launch, so a reused preparation never trusts its
+// own earlier flags). A call whose variant is not qualified is served by cuBLASLt and says so.
+TEST(Sm90Prepared, LaunchInAnyOrderAndAgain) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const Case cases[] = {{128, 8192, 8192}, {256, 8192, 8192}};
+  std::vector<std::unique_ptr<Operands>> ops;
+  std::size_t ws = 0;
+  for (const Case& cs : cases) {
+    ops.push_back(std::make_unique<Operands>(cs));
+    ASSERT_TRUE(RunKind(ops.back()->Args(cs, ops.back()->ref->get()), KernelKind::kCublasLt).ok());
+    ws =
+        std::max(ws, WorkspaceBytes(ops.back()->Args(cs, ops.back()->d->get()), KernelKind::kAuto));
+  }
+  DeviceBuffer work(ws);
+  cudaMemset(work.get(), 0xff, ws);
+  std::vector<PreparedGemm> calls;
+  KernelKind served[2] = {KernelKind::kAuto, KernelKind::kAuto};  // valid until the launches
+  for (size_t i = 0; i < 2; ++i) {
+    LaunchOptions opts;
+    opts.workspace = work.get(), opts.workspace_bytes = ws, opts.served = &served[i];
+    absl::StatusOr<PreparedGemm> call = Prepare(ops[i]->Args(cases[i], ops[i]->d->get()), opts);
+    ASSERT_TRUE(call.ok()) << Name(cases[i]) << ": " << call.status();
+    EXPECT_EQ(call->served(), KernelKind::kSm90);
+    EXPECT_EQ(served[i], KernelKind::kSm90);
+    EXPECT_NE(sm90::LastLaunchDescription().find("split_k="), std::string::npos)
+        << Name(cases[i]) << ": " << sm90::LastLaunchDescription();
+    calls.push_back(std::move(*call));
+  }
+  auto check = [&](size_t i, const char* when) {
+    const Case& cs = cases[i];
+    const double err = testing::DeviceRelError(ops[i]->d->get(), ops[i]->ref->get(), cs.dtype, cs.m,
+                                               cs.n, ops[i]->ldd, cs.batch, ops[i]->sd);
+    EXPECT_LE(err, Tolerance(cs.dtype)) << Name(cs) << " " << when;
+  };
+  ASSERT_TRUE(Launch(calls[1], nullptr).ok());
+  ASSERT_TRUE(Launch(calls[0], nullptr).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  check(0, "launched second");
+  check(1, "launched first");
+  cudaMemset(ops[0]->d->get(), 0xff, ops[0]->d->bytes());
+  ASSERT_TRUE(Launch(calls[0], nullptr).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  check(0, "launched again");
+
+  LaunchOptions none;
+  KernelKind fallback_served = KernelKind::kSm90;
+  none.usable_variants = 0, none.served = &fallback_served;
+  cudaMemset(ops[0]->d->get(), 0xff, ops[0]->d->bytes());
+  absl::StatusOr<PreparedGemm> fallback = Prepare(ops[0]->Args(cases[0], ops[0]->d->get()), none);
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  EXPECT_EQ(fallback->served(), KernelKind::kCublasLt);
+  EXPECT_EQ(fallback_served, KernelKind::kCublasLt);
+  ASSERT_TRUE(Launch(*fallback, nullptr).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  check(0, "through cuBLASLt");
 }
 
 // Runs `cases` as one group through GemmGrouped (kSm90, with the workspace it asks for, garbage

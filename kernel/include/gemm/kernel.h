@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -78,7 +79,9 @@ struct LaunchOptions {
   // passes the variants that passed qualification. Default: every variant.
   uint64_t usable_variants = ~uint64_t{0};
   // Where set, receives the kernel that served the call: the resolved native kind, or kCublasLt
-  // when kAuto fell back to it. Default: not reported.
+  // when kAuto fell back to it. Default: not reported. For a prepared call (Prepare) it is
+  // written by Prepare and, where the fallback is decided at launch (the SM100 kernel), by
+  // Launch: it must stay valid until Launch returns.
   KernelKind* served = nullptr;
 };
 
@@ -90,10 +93,46 @@ absl::StatusOr<KernelKind> SelectKernel(int device);
 std::size_t WorkspaceBytes(const StridedBatch& args, KernelKind kind);
 std::size_t WorkspaceBytes(std::span<const Problem> group, KernelKind kind);
 
-// Enqueues the strided batch on `stream` (never the legacy default stream in the server).
-// Validates shapes, pitches and alignment (INVALID_ARGUMENT), reports CUDA errors as INTERNAL and
-// an unusable kernel for this device as FAILED_PRECONDITION. Does not synchronize.
+// Enqueues the strided batch on `stream` (never the legacy default stream in the server):
+// Prepare, then Launch. Validates shapes, pitches and alignment (INVALID_ARGUMENT), reports CUDA
+// errors as INTERNAL and an unusable kernel for this device as FAILED_PRECONDITION. Does not
+// synchronize.
 absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts = {});
+
+// A strided batch whose host work is done ahead of its launch: validation, the kernel's choice and,
+// for the SM90 persistent kernel, its configuration, TMA descriptors and split plan, so that
+// Launch only enqueues it. The SM90 small-M path, the SM100 kernel and cuBLASLt keep their host
+// work in Launch. Move-only; made by Prepare.
+class PreparedGemm {
+ public:
+  PreparedGemm();
+  ~PreparedGemm();
+  PreparedGemm(PreparedGemm&&) noexcept;
+  PreparedGemm& operator=(PreparedGemm&&) noexcept;
+
+  // The kernel that serves the call as far as Prepare decided it (see LaunchOptions::served).
+  KernelKind served() const { return served_; }
+
+ private:
+  friend absl::StatusOr<PreparedGemm> Prepare(const StridedBatch& args, const LaunchOptions& opts);
+  friend absl::Status Launch(const PreparedGemm& call, cudaStream_t stream);
+  struct Native;  // the SM90 persistent kernel's planned launch
+
+  StridedBatch args_;
+  LaunchOptions opts_;
+  KernelKind served_ = KernelKind::kCublasLt;
+  bool small_m_ = false;  // SM90: the small-M kernel serves it
+  std::unique_ptr<Native> native_;
+};
+
+// Does the host work of Gemm(args, ·, opts) on the current device without enqueueing anything,
+// with the same errors. opts.workspace must be the one the launch will use.
+absl::StatusOr<PreparedGemm> Prepare(const StridedBatch& args, const LaunchOptions& opts = {});
+
+// Enqueues a prepared call on `stream` (of the device it was prepared on), once its operands are
+// ready in stream order. A prepared call may be launched more than once, each launch after the
+// previous one has left the workspace (the rule of LaunchOptions::workspace).
+absl::Status Launch(const PreparedGemm& call, cudaStream_t stream);
 
 // Enqueues a group of problems of different shapes as one persistent launch where the kernel
 // supports it. All problems must share d_dtype and b_layout.

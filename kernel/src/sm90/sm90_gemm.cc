@@ -271,15 +271,14 @@ absl::Status BuildATail(const Problem& p, int64_t batch, int64_t sa, const TileC
   return absl::OkStatus();
 }
 
-// Launches the swap-AB instantiation of `cfg` (block_n one of kSwapWidths) for the output dtype
-// and B layout.
-cudaError_t LaunchSwapFor(KernelParams<1>& params, const TileConfig& cfg, bool f32, bool kn,
-                          int sm_count, cudaStream_t stream, const SplitWorkspace& ws, int* grid,
-                          int* splits) {
+// Plans the swap-AB instantiation of `cfg` (block_n one of kSwapWidths) for the output dtype and
+// B layout.
+cudaError_t PlanSwapFor(KernelParams<1>& params, const TileConfig& cfg, bool f32, bool kn,
+                        int sm_count, const SplitWorkspace& ws, LaunchShape* shape) {
   cudaError_t err = cudaErrorInvalidConfiguration;
-#define GEMM_SM90_SWAP_ONE(BN, F32, KN)                                                      \
-  if (cfg.block_n == BN && f32 == F32 && kn == KN) {                                         \
-    err = LaunchSm90<128, BN, F32, KN, 1, true>(params, sm_count, stream, grid, ws, splits); \
+#define GEMM_SM90_SWAP_ONE(BN, F32, KN)                                     \
+  if (cfg.block_n == BN && f32 == F32 && kn == KN) {                        \
+    err = PlanSm90<128, BN, F32, KN, 1, true>(params, sm_count, ws, shape); \
   }
 #define GEMM_SM90_SWAP_CASE(BN)        \
   GEMM_SM90_SWAP_ONE(BN, false, false) \
@@ -298,15 +297,16 @@ cudaError_t LaunchSwapFor(KernelParams<1>& params, const TileConfig& cfg, bool f
   return err;
 }
 
+// Plans the instantiation of `cfg` for the output dtype and B layout, and describes it for
+// LastLaunchDescription().
 template <int P>
-cudaError_t LaunchFor(KernelParams<P>& params, const TileConfig& cfg, DType d, BLayout layout,
-                      int sm_count, cudaStream_t stream, const SplitWorkspace& ws = {}) {
+cudaError_t PlanFor(KernelParams<P>& params, const TileConfig& cfg, DType d, BLayout layout,
+                    int sm_count, const SplitWorkspace& ws, LaunchShape* shape) {
   const bool f32 = d == DType::kFP32, kn = layout == BLayout::kKN;
-  int grid = 0, splits = 1;
   cudaError_t err = cudaErrorInvalidConfiguration;
 #define GEMM_SM90_CASE(BM, BN, F32, KN)                                                   \
   if (!cfg.swap_ab && cfg.block_m == BM && cfg.block_n == BN && f32 == F32 && kn == KN) { \
-    err = LaunchSm90<BM, BN, F32, KN, P>(params, sm_count, stream, &grid, ws, &splits);   \
+    err = PlanSm90<BM, BN, F32, KN, P>(params, sm_count, ws, shape);                      \
   }
   GEMM_SM90_CASE(128, 256, false, false)
   GEMM_SM90_CASE(128, 256, false, true)
@@ -330,13 +330,12 @@ cudaError_t LaunchFor(KernelParams<P>& params, const TileConfig& cfg, DType d, B
   GEMM_SM90_CASE(64, 128, true, true)
 #undef GEMM_SM90_CASE
   if constexpr (P == 1) {
-    if (cfg.swap_ab)
-      err = LaunchSwapFor(params, cfg, f32, kn, sm_count, stream, ws, &grid, &splits);
+    if (cfg.swap_ab) err = PlanSwapFor(params, cfg, f32, kn, sm_count, ws, shape);
   }
-  t_last_launch =
-      absl::StrCat(cfg.swap_ab ? "swap_ab " : "", "tile=", cfg.block_m, "x", cfg.block_n,
-                   " stages=", cfg.stages, " cluster_m=", cfg.cluster_m, " group_m=", cfg.group_m,
-                   " grid=", grid, splits > 1 ? absl::StrCat(" split_k=", splits) : "");
+  t_last_launch = absl::StrCat(cfg.swap_ab ? "swap_ab " : "", "tile=", cfg.block_m, "x",
+                               cfg.block_n, " stages=", cfg.stages, " cluster_m=", cfg.cluster_m,
+                               " group_m=", cfg.group_m, " grid=", shape->grid,
+                               shape->splits > 1 ? absl::StrCat(" split_k=", shape->splits) : "");
   return err;
 }
 
@@ -410,6 +409,21 @@ uint32_t NextSplitEpoch() {
   uint32_t e = epoch.fetch_add(1, std::memory_order_relaxed) + 1;
   while (e == 0) e = epoch.fetch_add(1, std::memory_order_relaxed) + 1;
   return e;
+}
+
+cudaError_t EnqueueSm90(const LaunchShape& shape, const void* params, cudaStream_t stream) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim = {static_cast<unsigned>(shape.cluster), 1, 1};
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(shape.grid, 1, 1);
+  cfg.blockDim = dim3(shape.threads, 1, 1);
+  cfg.dynamicSmemBytes = static_cast<size_t>(shape.smem);
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  void* args[] = {const_cast<void*>(params)};
+  return cudaLaunchKernelExC(&cfg, shape.kernel, args);
 }
 
 namespace {
@@ -536,13 +550,14 @@ absl::Status CheckQualified(const TileConfig& cfg, uint64_t usable_variants) {
 
 }  // namespace
 
-absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
+absl::Status Prepare(const StridedBatch& args, const LaunchOptions& opts, PreparedLaunch* out) {
   GEMM_ASSIGN_OR_RETURN(const DeviceLimits limits, Limits());
   const Problem& p = args.problem;
   int debug_flags = 0;
   GEMM_ASSIGN_OR_RETURN(const TileConfig cfg, ConfigFor(args, limits, &debug_flags));
   GEMM_RETURN_IF_ERROR(CheckQualified(cfg, opts.usable_variants));
-  KernelParams<1> params{};
+  KernelParams<1>& params = out->params;
+  params = {};
   params.debug_flags = debug_flags;
   GEMM_RETURN_IF_ERROR(BuildProblem(p, args.batch, args.stride_a, args.stride_b, args.stride_c,
                                     args.stride_d, cfg, false, &params.tma[0],
@@ -560,11 +575,22 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
   if (opts.workspace != nullptr && opts.workspace_bytes > 0) {
     ws.ptr = opts.workspace;
     ws.bytes = opts.workspace_bytes;
-    ws.epoch = NextSplitEpoch();
     ws.forced_splits = cfg.tail_splits;
   }
-  return CudaStatus(LaunchFor(params, cfg, p.d_dtype, p.b_layout, limits.sm_count, stream, ws),
-                    "sm90 GEMM launch");
+  return CudaStatus(PlanFor(params, cfg, p.d_dtype, p.b_layout, limits.sm_count, ws, &out->shape),
+                    "sm90 GEMM launch plan");
+}
+
+absl::Status Launch(const PreparedLaunch& launch, cudaStream_t stream) {
+  KernelParams<1> params = launch.params;
+  params.epoch = NextSplitEpoch();
+  return CudaStatus(EnqueueSm90(launch.shape, &params, stream), "sm90 GEMM launch");
+}
+
+absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts) {
+  PreparedLaunch launch;
+  GEMM_RETURN_IF_ERROR(Prepare(args, opts, &launch));
+  return Launch(launch, stream);
 }
 
 absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
@@ -609,12 +635,15 @@ absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
     if (opts.workspace != nullptr && opts.workspace_bytes > 0) {
       ws.ptr = opts.workspace;
       ws.bytes = opts.workspace_bytes;
-      ws.epoch = NextSplitEpoch();  // per launch: a later chunk reuses the workspace
       ws.forced_splits = cfg.tail_splits;
     }
+    LaunchShape shape;
     GEMM_RETURN_IF_ERROR(CudaStatus(
-        LaunchFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits.sm_count, stream, ws),
-        "sm90 grouped GEMM launch"));
+        PlanFor(params, cfg, chunk[0].d_dtype, chunk[0].b_layout, limits.sm_count, ws, &shape),
+        "sm90 grouped GEMM launch plan"));
+    params.epoch = NextSplitEpoch();  // per launch: a later chunk reuses the workspace
+    GEMM_RETURN_IF_ERROR(
+        CudaStatus(EnqueueSm90(shape, &params, stream), "sm90 grouped GEMM launch"));
   }
   return absl::OkStatus();
 }

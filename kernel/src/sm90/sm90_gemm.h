@@ -8,6 +8,8 @@
 
 #include "gemm/kernel.h"
 #include "heuristics_sm90.h"
+#include "sm90/sm90_launch.h"
+#include "sm90/sm90_params.h"
 
 namespace gemm::kernel::sm90 {
 
@@ -16,7 +18,23 @@ namespace gemm::kernel::sm90 {
 bool Supports(const StridedBatch& args);
 bool Supports(std::span<const Problem> group);
 
-// Enqueues a validated strided batch on `stream` as one persistent launch.
+// One persistent launch of a strided batch, planned ahead: the instantiation and its parameters
+// (TMA descriptors, tile order, split plan), all but the split epoch, which Launch sets.
+struct PreparedLaunch {
+  LaunchShape shape;
+  KernelParams<1> params;
+};
+
+// Plans a validated strided batch as one persistent launch on the current device: the
+// configuration (UNIMPLEMENTED when its variant is not in opts.usable_variants), the descriptors
+// and the split over opts.workspace. Enqueues nothing.
+absl::Status Prepare(const StridedBatch& args, const LaunchOptions& opts, PreparedLaunch* out);
+
+// Enqueues a prepared launch on `stream` (of the device it was prepared on), with a fresh split
+// epoch: one preparation may be launched again once the previous launch has left its workspace.
+absl::Status Launch(const PreparedLaunch& launch, cudaStream_t stream);
+
+// Enqueues a validated strided batch on `stream` as one persistent launch (Prepare, Launch).
 absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOptions& opts);
 
 // Enqueues a validated group as persistent launches of up to kMaxGroupPerLaunch problems each.

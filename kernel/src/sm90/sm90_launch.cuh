@@ -1,5 +1,5 @@
-// Definition of LaunchSm90 (included by the sm90_inst_*.cu instantiation units only): cluster
-// occupancy, the tail split-K plan and the launch.
+// Definition of PlanSm90 (included by the sm90_inst_*.cu instantiation units only): the shared
+// memory limit, cluster occupancy and the tail split-K plan of one launch.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,8 +14,8 @@
 namespace gemm::kernel::sm90 {
 
 template <int BM, int BN, bool kF32Out, bool kBKN, int P, bool kSwap>
-cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t stream, int* grid_out,
-                       const SplitWorkspace& ws, int* split_out) {
+cudaError_t PlanSm90(KernelParams<P>& params, int sm_count, const SplitWorkspace& ws,
+                     LaunchShape* shape) {
   auto* kernel = &Sm90GemmKernel<BM, BN, kF32Out, kBKN, P, kSwap>;
   const int smem = Sm90SmemBytes(BM, BN, params.stages);
   int device = 0;
@@ -35,18 +35,11 @@ cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t strea
     }
   }
   const int cs = params.cluster_m;
-
-  cudaLaunchConfig_t cfg = {};
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = cs;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.blockDim = dim3(kThreads, 1, 1);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  shape->kernel = reinterpret_cast<const void*>(kernel);
+  shape->threads = kThreads;
+  shape->smem = smem;
+  shape->cluster = cs;
+  shape->splits = 1;
 
   // Clusters that can be resident at once (cached per device and cluster size; the smem use of
   // every configuration leaves room for one CTA per SM).
@@ -56,7 +49,15 @@ cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t strea
     const int slot = cs == 2 ? 1 : 0;
     int cached = device < 64 ? cache[device][slot].load(std::memory_order_relaxed) : 0;
     if (cached == 0) {
+      cudaLaunchConfig_t cfg = {};
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim = {static_cast<unsigned>(cs), 1, 1};
       cfg.gridDim = dim3(cs * (sm_count / cs), 1, 1);
+      cfg.blockDim = dim3(kThreads, 1, 1);
+      cfg.dynamicSmemBytes = smem;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
       int n = 0;
       if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) == cudaSuccess && n > 0) {
         cached = n;
@@ -68,13 +69,7 @@ cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t strea
     }
     max_clusters = std::min(max_clusters, cached);
   }
-  auto launch = [&](int64_t units) {
-    const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(units, max_clusters));
-    cfg.gridDim = dim3(static_cast<unsigned>(clusters * cs), 1, 1);
-    if (grid_out != nullptr) *grid_out = static_cast<int>(clusters * cs);
-    return cudaLaunchKernelEx(&cfg, kernel, params);
-  };
-  if (split_out != nullptr) *split_out = 1;
+  int64_t units = params.total_tiles;  // split fields: no split (FinishParams)
   // Tail split-K over the clusters that are resident together. A grouped launch plans with its
   // shortest member's K, so that every piece of every tail tile gets kMinSplitKBlocks or more
   // (each unit splits its own member's K).
@@ -93,19 +88,20 @@ cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t strea
       params.flags = static_cast<uint32_t*>(ws.ptr);
       params.partials =
           reinterpret_cast<float*>(static_cast<char*>(ws.ptr) + SplitFlagBytes(plan, cs));
-      params.epoch = ws.epoch;
-      if (split_out != nullptr) *split_out = plan.splits;
-      return launch(TotalUnits(plan));
+      shape->splits = plan.splits;
+      units = TotalUnits(plan);
     }
   }
-  return launch(params.total_tiles);  // split fields: no split (FinishParams)
+  const int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(units, max_clusters));
+  shape->grid = static_cast<unsigned>(clusters * cs);
+  return cudaSuccess;
 }
 
-// Explicit instantiations of LaunchSm90 for one tile shape: both output dtypes, both B layouts,
+// Explicit instantiations of PlanSm90 for one tile shape: both output dtypes, both B layouts,
 // single-problem and grouped parameter blocks (one use per sm90_inst_*.cu).
-#define GEMM_SM90_INSTANTIATE_ONE(BM, BN, F32, KN, P)                                            \
-  template cudaError_t LaunchSm90<BM, BN, F32, KN, P>(KernelParams<P>&, int, cudaStream_t, int*, \
-                                                      const SplitWorkspace&, int*);
+#define GEMM_SM90_INSTANTIATE_ONE(BM, BN, F32, KN, P)                                             \
+  template cudaError_t PlanSm90<BM, BN, F32, KN, P>(KernelParams<P>&, int, const SplitWorkspace&, \
+                                                    LaunchShape*);
 #define GEMM_SM90_INSTANTIATE_TILE(BM, BN)                            \
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, false, false, 1)                  \
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, false, true, 1)                   \
@@ -116,11 +112,11 @@ cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t strea
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, false, kMaxGroupPerLaunch)  \
   GEMM_SM90_INSTANTIATE_ONE(BM, BN, true, true, kMaxGroupPerLaunch)
 
-// Explicit instantiations of LaunchSm90 for one swap-AB tile (128 x BN): both output dtypes, both
-// B layouts, single problems.
-#define GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, F32, KN)                                               \
-  template cudaError_t LaunchSm90<128, BN, F32, KN, 1, true>(KernelParams<1>&, int, cudaStream_t, \
-                                                             int*, const SplitWorkspace&, int*);
+// Explicit instantiations of PlanSm90 for one swap-AB tile (128 x BN): both output dtypes, both B
+// layouts, single problems.
+#define GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, F32, KN)                               \
+  template cudaError_t PlanSm90<128, BN, F32, KN, 1, true>(KernelParams<1>&, int, \
+                                                           const SplitWorkspace&, LaunchShape*);
 #define GEMM_SM90_INSTANTIATE_SWAP(BN)             \
   GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, false, false) \
   GEMM_SM90_INSTANTIATE_SWAP_ONE(BN, true, false)  \

@@ -15,23 +15,36 @@ namespace gemm::kernel::sm90 {
 struct SplitWorkspace {
   void* ptr = nullptr;
   std::size_t bytes = 0;
-  uint32_t epoch = 0;         // NextSplitEpoch(): what this launch's flags are set to
   int32_t forced_splits = 0;  // TileConfig::tail_splits (0: PlanTailSplit decides)
 };
 
-// A value for SplitWorkspace::epoch, distinct for every call in this process (so a workspace
+// A value for KernelParams::epoch, distinct for every launch in this process (so a workspace
 // reused by a later launch never reads an earlier launch's flags as set) and never 0 (the value
 // of zeroed memory). Thread-safe.
 uint32_t NextSplitEpoch();
 
-// Launches Sm90GemmKernel<BM, BN, kF32Out, kBKN, P, kSwap> over `params` (stages/cluster_m already
-// set; the split fields as FinishParams leaves them: no split) with one CTA per SM (grid capped by
-// how many clusters fit). The launch splits its last partial wave along K when `ws` holds the
-// plan's partials and kDebugNoSplit is not set, writing the plan into the split fields of `params`.
-// Sets the kernel's dynamic shared-memory limit first. Returns the CUDA error of the attribute
-// call or the launch; *split_out (if set) gets the K pieces per tail tile.
+// How one planned launch runs: the instantiation, its grid, dynamic shared memory and cluster.
+struct LaunchShape {
+  const void* kernel = nullptr;  // &Sm90GemmKernel<...>, whose one argument is KernelParams<P>
+  unsigned grid = 0;             // CTAs
+  unsigned threads = 0;          // per CTA
+  int smem = 0;                  // dynamic shared memory bytes
+  int cluster = 1;               // CTAs per cluster (along M)
+  int splits = 1;                // K pieces per tile of the last partial wave
+};
+
+// Plans a launch of Sm90GemmKernel<BM, BN, kF32Out, kBKN, P, kSwap> over `params` (stages and
+// cluster_m already set; the split fields as FinishParams leaves them: no split) with one CTA per
+// SM (grid capped by how many clusters fit). The launch splits its last partial wave along K when
+// `ws` holds the plan's partials and kDebugNoSplit is not set, writing the plan into the split
+// fields of `params` (all but epoch, which each enqueue sets). Raises the kernel's dynamic
+// shared-memory limit first. Returns the CUDA error of the attribute call.
 template <int BM, int BN, bool kF32Out, bool kBKN, int P, bool kSwap = false>
-cudaError_t LaunchSm90(KernelParams<P>& params, int sm_count, cudaStream_t stream, int* grid_out,
-                       const SplitWorkspace& ws, int* split_out);
+cudaError_t PlanSm90(KernelParams<P>& params, int sm_count, const SplitWorkspace& ws,
+                     LaunchShape* shape);
+
+// Enqueues a planned launch on `stream`; `params` is the KernelParams<P> it was planned over,
+// with its epoch set. Returns the launch's CUDA error.
+cudaError_t EnqueueSm90(const LaunchShape& shape, const void* params, cudaStream_t stream);
 
 }  // namespace gemm::kernel::sm90
