@@ -306,7 +306,7 @@ void Executor::RunUnit(std::unique_ptr<Unit> u) {
   // copy (CUDA IPC) finishes in a few microseconds, and the GPU then waited for the rest of the
   // kernel library's host work.
   PrepareLaunches(*u);
-  Mark(Phase::kKernels, &mark);
+  Mark(Phase::kPrepare, &mark);
   EnqueueWork(*u, &mark);
   HandOff(std::move(u), launch_start, &mark);
 }

@@ -170,12 +170,12 @@ class Executor {
   static void EventDone(void* unit, cudaError_t result);
   // Phases of a unit's host time (RunUnit, then completion), logged at Join.
   enum Phase : int {
-    kPrepare,         // kernel choice, resident B ready, plan
+    kPrepare,         // kernel choice, resident B ready, plan, kernel calls prepared
     kAllocate,        // device pool, staging, second plan pass
     kStageIn,         // request bytes into staging (the launch thread's share and its wait)
     kStreamLock,      // waiting for the unit stream's enqueue lock
     kH2D,             // timing events and the H2D copies enqueued
-    kKernels,         // kernel calls prepared, compute stream lock and the kernel launches
+    kKernels,         // compute stream lock (serial kernels) and the kernel launches
     kD2H,             // D2H copies, free, host function or watch
     kToCompletion,    // from the GPU finishing to the completing thread picking the unit up
     kCompletionWork,  // timing, copies out of staging, frees, answers built
