@@ -135,6 +135,8 @@ TEST(KernelApi, RejectsBadArguments) {
   auto expect_invalid = [&](const char* what) {
     absl::Status st = Gemm(args, nullptr, {});
     EXPECT_TRUE(absl::IsInvalidArgument(st)) << what << ": " << st;
+    st = Prepare(args).status();  // the same checks, before anything is enqueued
+    EXPECT_TRUE(absl::IsInvalidArgument(st)) << what << " (Prepare): " << st;
   };
   p.m = 0;
   expect_invalid("m=0");

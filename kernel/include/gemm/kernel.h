@@ -105,7 +105,6 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
 // work in Launch. Move-only; made by Prepare.
 class PreparedGemm {
  public:
-  PreparedGemm();
   ~PreparedGemm();
   PreparedGemm(PreparedGemm&&) noexcept;
   PreparedGemm& operator=(PreparedGemm&&) noexcept;
@@ -117,6 +116,8 @@ class PreparedGemm {
   friend absl::StatusOr<PreparedGemm> Prepare(const StridedBatch& args, const LaunchOptions& opts);
   friend absl::Status Launch(const PreparedGemm& call, cudaStream_t stream);
   struct Native;  // the SM90 persistent kernel's planned launch
+
+  PreparedGemm();
 
   StridedBatch args_;
   LaunchOptions opts_;

@@ -59,7 +59,8 @@ struct TuningOverride {
 void SetTuningOverride(const TuningOverride& o);
 void ClearTuningOverride();
 
-// "block_n=256 stages=4 cluster_m=2 group_m=8 grid=132" for the last launch of this thread.
+// "block_n=256 stages=4 cluster_m=2 group_m=8 grid=132" for the last launch this thread planned
+// (Prepare, Gemm or GemmGrouped).
 std::string LastLaunchDescription();
 
 }  // namespace gemm::kernel::sm90
