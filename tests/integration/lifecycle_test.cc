@@ -68,17 +68,26 @@ TEST(LifecycleTest, HealthServerInfoAndGracefulDrain) {
   EXPECT_GT(info->limits().max_message_bytes(), 4 << 20);
 
   // Queue several slow requests on one worker, then SIGTERM: all of them must still succeed.
+  // NOTE: the requests are built before the callers start, so that the wait before the signal
+  // only covers sending them. A caller that built its own (slow under ASan on two cores) could
+  // send it after the signal, and the draining server rightly refuses a request that late.
   const int kInFlight = 6;
+  absl::BitGen gen;
+  std::vector<HostProblem> problems;
+  std::vector<v1::GemmRequest> requests(kInFlight);
+  for (int i = 0; i < kInFlight; ++i) {
+    problems.push_back(RandomProblem(384, 384, 384, false, false, 1, 0, gen));
+    FillProto(problems.back(), requests[i].mutable_problem());
+  }
   std::atomic<int> ok{0}, failed{0};
   std::vector<std::thread> threads;
   for (int i = 0; i < kInFlight; ++i) {
-    threads.emplace_back([&] {
-      absl::BitGen gen;
-      HostProblem p = RandomProblem(384, 384, 384, false, false, 1, 0, gen);
-      v1::GemmRequest req;
-      FillProto(p, req.mutable_problem());
-      auto resp = s.client().Gemm(req, absl::Seconds(60));
-      (resp.ok() && OutputError(p, resp->outputs(0)) <= Tolerance(p) ? ok : failed)++;
+    threads.emplace_back([&, i] {
+      auto resp = s.client().Gemm(requests[i], absl::Seconds(60));
+      const bool right =
+          resp.ok() && OutputError(problems[i], resp->outputs(0)) <= Tolerance(problems[i]);
+      (right ? ok : failed)++;
+      if (!resp.ok()) GTEST_LOG_(INFO) << "request " << i << ": " << resp.status();
     });
   }
   absl::SleepFor(absl::Milliseconds(300));  // let them arrive
