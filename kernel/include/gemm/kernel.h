@@ -1,5 +1,6 @@
-// Public API of the gemm kernel library: problem description, kernel selection and the single
-// entry point `Gemm()`. Knows nothing of gRPC or protobuf. All pointers are device pointers.
+// Public API of the gemm kernel library: problem description, kernel selection and the entry
+// points `Gemm()` (or its two halves, `Prepare()` and `Launch()`) and `GemmGrouped()`. Knows
+// nothing of gRPC or protobuf. All pointers are device pointers.
 //
 //   D[M,N] = alpha * A[M,K] · op(B) + beta * C[M,N]      (FP32 accumulate)
 //
