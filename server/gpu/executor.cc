@@ -613,9 +613,8 @@ absl::Status Executor::LaunchKernels(Unit& u) {
     if (l.grouped) {
       GEMM_RETURN_IF_ERROR(kernel::GemmGrouped(l.group, kstream, LaunchOptionsFor(u, &l.served)));
     } else {
-      if (!l.prepared.has_value()) return absl::InternalError("kernel call launched unprepared");
-      GEMM_RETURN_IF_ERROR(l.prepared->status());
-      GEMM_RETURN_IF_ERROR(kernel::Launch(**l.prepared, kstream));
+      GEMM_RETURN_IF_ERROR(l.prepared.status());
+      GEMM_RETURN_IF_ERROR(kernel::Launch(*l.prepared, kstream));
     }
     if (l.served == kernel::KernelKind::kCublasLt) {
       u.kernel_name = kernel::KernelName(kernel::KernelKind::kCublasLt);

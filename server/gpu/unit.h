@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,8 +55,8 @@ struct Launch {
   kernel::StridedBatch batch;
   std::vector<kernel::Problem> group;
   // A single call's host work (kernel::Prepare), done before the unit's copy-in is enqueued so
-  // that only its enqueue follows the copy; its error is the call's. Unset for groups.
-  std::optional<absl::StatusOr<kernel::PreparedGemm>> prepared;
+  // that only its enqueue follows the copy; its error is the call's. Not used by groups.
+  absl::StatusOr<kernel::PreparedGemm> prepared = absl::InternalError("kernel call not prepared");
   kernel::KernelKind served = kernel::KernelKind::kAuto;  // the call's LaunchOptions::served
 };
 
