@@ -47,6 +47,7 @@
 #endif
 #ifdef GEMM_HAVE_CUDA_BACKEND
 #include "server/gpu/cuda_backend.h"
+#include "server/process/pinned_heap.h"
 #endif
 
 namespace {
@@ -71,7 +72,17 @@ absl::StatusOr<std::unique_ptr<gemm::core::Backend>> MakeBackend(const ServerOpt
   }
 #ifdef GEMM_HAVE_CUDA_BACKEND
   if (backend == "cuda" || (backend == "auto" && gemm::gpu::CudaDeviceCount() > 0)) {
-    return gemm::gpu::CreateCudaBackend(o.cuda);
+    auto cuda = gemm::gpu::CreateCudaBackend(o.cuda);
+    if (cuda.ok() && o.cuda.pinned_heap_bytes > 0) {
+      auto heap = gemm::server::StartPinnedHeap(o.cuda.pinned_heap_bytes);
+      if (heap.ok()) {
+        GEMM_LOG(INFO) << "pinned heap: " << (*heap >> 20)
+                       << " MiB; requests received there are copied to the GPU in place";
+      } else {
+        GEMM_LOG(WARNING) << "no pinned heap: " << heap.status();
+      }
+    }
+    return cuda;
   }
 #else
   if (backend == "cuda") {

@@ -34,8 +34,9 @@ const char* BLayoutName(BLayout l);
 
 // Where an operand's bytes live: in the request message, or in a registered shared-memory
 // region, page-locked (device copies read/write it in place) or not, or in a client's GPU memory
-// mapped through CUDA IPC (device addresses: only device copies may touch them), or in the
-// backend's own page-locked copy of the message's bytes (Backend::PinMessageOperands).
+// mapped through CUDA IPC (device addresses: only device copies may touch them), or page-locked
+// by the backend (Backend::PinMessageOperands): its own copy of the message's bytes, or the
+// message's buffers themselves when they were received into page-locked memory.
 enum class HostMemory : int {
   kMessage = 0,
   kShared = 1,

@@ -229,6 +229,7 @@ class CudaBackend final : public core::Backend {
   }
 
   void PinMessageOperands(core::WorkItem* item) override {
+    UseReceivedPinnedBytes(item);
     if (requests_ != nullptr) requests_->Pin(item);
   }
 
@@ -299,8 +300,8 @@ absl::StatusOr<std::unique_ptr<core::Backend>> CreateCudaBackend(
   if (options.staging_bytes < 1 || options.staging_slab_bytes < 1) {
     return absl::InvalidArgumentError("staging_bytes and staging_slab_bytes must be >= 1");
   }
-  if (options.pinned_request_bytes < 0) {
-    return absl::InvalidArgumentError("pinned_request_bytes must be >= 0");
+  if (options.pinned_request_bytes < 0 || options.pinned_heap_bytes < 0) {
+    return absl::InvalidArgumentError("pinned_request_bytes and pinned_heap_bytes must be >= 0");
   }
   if (!(options.pinned_answer_fraction >= 0 && options.pinned_answer_fraction <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("pinned_answer_fraction must be in [0, 1], not ",

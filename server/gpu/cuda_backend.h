@@ -37,6 +37,13 @@ struct CudaBackendOptions {
   // Apart from staging so that requests waiting to run never hold memory a unit waits for.
   // 0: never. Default 128 MiB.
   int64_t pinned_request_bytes = int64_t{128} << 20;
+  // A page-locked arena the server's heap grows into (gemm_server with tcmalloc), so that the
+  // buffers gRPC receives request messages into are pinned and a request's A is read by the GPU
+  // straight out of them, with no host copy. Locked with mlock: needs that much locked-memory
+  // limit (ulimit -l) or CAP_IPC_LOCK; without it the server logs why and runs without the
+  // arena. Beyond it the heap grows as usual and requests are copied as before. 0: none.
+  // Default 1 GiB.
+  int64_t pinned_heap_bytes = int64_t{1} << 30;
   // Threads that copy request bytes into staging and results out of it, shared by all GPUs
   // (0: each copy runs on the executor's own thread). Default 8.
   int host_copy_threads = 8;

@@ -30,6 +30,7 @@
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/device_copy.h"
+#include "server/gpu/piece_gather.h"
 #include "server/gpu/resident.h"
 #include "server/gpu/unit.h"
 #include "server/gpu/unit_memory.h"
@@ -508,11 +509,28 @@ void Executor::RecordEvent(Unit& u, int i, cudaStream_t stream) {
   }
 }
 
+namespace {
+
+// The pieces of `in` (page-locked, in order) to consecutive bytes at `dst`.
+void AppendGatherPieces(const InCopy& in, char* dst, std::vector<GatherPiece>* pieces) {
+  for (absl::string_view piece : in.pieces) {
+    pieces->push_back({piece.data(), dst, piece.size()});
+    dst += piece.size();
+  }
+}
+
+}  // namespace
+
 absl::Status Executor::EnqueueCopiesIn(const Unit& u) {
   std::vector<Copy2D> copies;
   std::vector<Copy2D> device_copies;  // from a client's GPU memory (CUDA IPC): by our kernel
+  std::vector<GatherPiece> gathers;   // pieces of a message received into the pinned heap
   copies.reserve(u.ins.size());
   for (const InCopy& in : u.ins) {
+    if (in.pinned && in.host == nullptr) {  // page-locked pieces, rows back to back (unit_plan)
+      AppendGatherPieces(in, u.dev.get() + in.dev_off, &gathers);
+      continue;
+    }
     const void* src = u.direct || in.pinned
                           ? static_cast<const void*>(in.host)
                           : static_cast<const void*>(u.staging.ptr() + in.stage_off);
@@ -521,6 +539,7 @@ absl::Status Executor::EnqueueCopiesIn(const Unit& u) {
                     static_cast<size_t>(in.row_bytes), static_cast<size_t>(in.row_bytes),
                     static_cast<size_t>(in.rows)});
   }
+  GEMM_RETURN_IF_ERROR(EnqueueGather(gathers, u.slot->stream));
   return SubmitCopies(u, copies, device_copies, cudaMemcpyHostToDevice);
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "server/gpu/pinned_arena.h"
 
 namespace gemm::gpu {
 namespace {
@@ -21,7 +22,23 @@ struct PinnedKeepAlive {
   std::shared_ptr<const void> copies;
 };
 
+// Whether every byte of `bytes` lies in the pinned heap.
+bool InPinnedHeap(const core::OperandBytes& bytes) {
+  for (absl::string_view piece : bytes.pieces()) {
+    if (!PinnedArena::Holds(piece.data(), piece.size())) return false;
+  }
+  return !bytes.empty();
+}
+
 }  // namespace
+
+void UseReceivedPinnedBytes(core::WorkItem* item) {
+  for (core::Problem& p : item->request.problems) {
+    if (p.a_mem == core::HostMemory::kMessage && InPinnedHeap(p.a)) {
+      p.a_mem = core::HostMemory::kPinned;
+    }
+  }
+}
 
 RequestPinning::RequestPinning(std::shared_ptr<StagingPool> pool, int64_t max_bytes,
                                int64_t max_request_bytes)

@@ -5,7 +5,8 @@
 // request waits for company instead of between a coalesced unit's forming and its launch. The
 // copies come from a pool of their own (CudaBackendOptions::pinned_request_bytes), apart from
 // staging, so requests waiting to run never hold memory a unit waits for; when it has no free
-// block at once, the request keeps its message's bytes and is staged as before.
+// block at once, the request keeps its message's bytes and is staged as before. An A that was
+// received into the pinned heap (pinned_arena.h) needs no copy: it is read where it arrived.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,11 @@
 #include "server/gpu/staging_pool.h"
 
 namespace gemm::gpu {
+
+// Marks every message-borne A of `item` whose bytes all lie in the pinned heap (the message was
+// received there) as pinned in place (a_mem = kPinned, its pieces kept): its unit's GPU copy reads
+// the message's own buffers, which `item->keep_alive` holds. Leaves the others as they are.
+void UseReceivedPinnedBytes(core::WorkItem* item);
 
 class RequestPinning {
  public:

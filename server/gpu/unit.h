@@ -28,7 +28,8 @@ class Executor;
 // One host->device 2D copy: `rows` rows of `row_bytes` contiguous host bytes into a device region
 // with row pitch `dpitch`, through staging bytes at `stage_off`, or straight from `host` when it
 // is page-locked (a registered shared-memory region). Bytes that arrived in pieces (a request
-// message's buffers) have `host` null and are copied into staging from `pieces`, in order.
+// message's buffers) have `host` null and are copied into staging from `pieces`, in order, or,
+// when `pinned` (received into the pinned heap), read in place by the gather kernel.
 struct InCopy {
   const char* host = nullptr;
   absl::Span<const absl::string_view> pieces;

@@ -55,8 +55,10 @@ class Planner {
   // `where`: where `host` lives (page-locked shared memory is copied in place; it is one range).
   void In(const core::OperandBytes& host, core::HostMemory where, int64_t rows, int64_t row_bytes,
           int64_t dev_off, int64_t dpitch) {
-    const bool pinned = core::CopiedInPlace(where);
     const bool pieces = !host.contiguous();
+    // Page-locked pieces (a message received into the pinned heap) are copied in place one by
+    // one, which needs the rows back to back on the device; otherwise they go through staging.
+    const bool pinned = core::CopiedInPlace(where) && (!pieces || dpitch == row_bytes);
     u_->ins.push_back({pieces ? nullptr : host.data(),
                        pieces ? host.pieces() : absl::Span<const absl::string_view>(), rows,
                        row_bytes, dev_off, dpitch, pinned ? -1 : TakeStage(rows * row_bytes),

@@ -87,6 +87,13 @@ ABSL_FLAG(int64_t, pinned_request_bytes, kCuda.pinned_request_bytes,
           "copied there when its request arrives and its GPU copy reads it in place; a larger "
           "one, or one that finds none free at once, goes through staging. 0: never.");
 
+ABSL_FLAG(int64_t, pinned_heap_bytes, kCuda.pinned_heap_bytes,
+          "CUDA with tcmalloc: a page-locked arena of this many bytes that the server's heap "
+          "grows into, so the GPU reads requests' A operands straight out of the buffers gRPC "
+          "received them in, with no host copy (default 1 GiB; 0: none). Needs that much "
+          "locked-memory limit (ulimit -l) or CAP_IPC_LOCK; without it the server logs why and "
+          "starts without the arena.");
+
 #ifdef GEMM_HAVE_CUDA_BACKEND
 namespace gemm::server {
 
@@ -97,6 +104,7 @@ void ApplyCudaFlags(ServerOptions& options) {
   c.staging_slab_bytes = absl::GetFlag(FLAGS_staging_slab_bytes);
   c.pinned_answer_fraction = absl::GetFlag(FLAGS_pinned_answer_fraction);
   c.pinned_request_bytes = absl::GetFlag(FLAGS_pinned_request_bytes);
+  c.pinned_heap_bytes = absl::GetFlag(FLAGS_pinned_heap_bytes);
   c.host_copy_threads = absl::GetFlag(FLAGS_host_copy_threads);
   c.host_copy_chunk_bytes = absl::GetFlag(FLAGS_host_copy_chunk_bytes);
   c.streams_per_device = absl::GetFlag(FLAGS_streams_per_device);

@@ -2,9 +2,13 @@
 // while the pinned memory set aside has room, a request's message-borne A is pinned and its
 // answer is exact in size and matches float64; past it the request keeps its message's bytes and
 // is staged as before, also correct; once the requests are gone their memory can be taken again;
-// an A larger than one host-copy chunk is never pinned.
+// an A larger than one host-copy chunk is never pinned. An A received into the pinned heap
+// (pinned_arena.h) in pieces at any alignment is read where it lies, by the gather kernel, and
+// answers as exactly; one whose rows are not back to back on the device goes through staging.
 // Skipped at run time without a GPU.
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "server/gpu/cuda_backend.h"
+#include "server/gpu/pinned_arena.h"
 #include "tests/gpu/engine_harness.h"
 #include "tests/gpu/engine_test_util.h"
 
@@ -103,6 +108,75 @@ TEST(RequestPinningGpuTest, MessageOperandsArePinnedWhileRoomLastsAndAnswersMatc
   auto large = MakeItem(Single(large_ops, gen, 3 * kM), &unused);
   h.backend->PinMessageOperands(large.get());
   EXPECT_EQ(large->request.problems[0].a_mem, core::HostMemory::kMessage);
+}
+
+// Copies `bytes` into `arena` in pieces of 1 byte to 64 KiB, each at a random offset (any
+// alignment), as a message received into the pinned heap lies; the pieces, in order.
+std::vector<absl::string_view> InArenaPieces(PinnedArena& arena, const std::string& bytes,
+                                             absl::BitGen& gen) {
+  std::vector<absl::string_view> pieces;
+  for (size_t at = 0; at < bytes.size();) {
+    const size_t n =
+        std::min(bytes.size() - at, absl::Uniform<size_t>(gen, 1, (size_t{64} << 10) + 1));
+    char* dst = static_cast<char*>(arena.Take(n + 64, 1)) + absl::Uniform<size_t>(gen, 0, 48);
+    std::memcpy(dst, bytes.data() + at, n);
+    pieces.emplace_back(dst, n);
+    at += n;
+  }
+  return pieces;
+}
+
+TEST(RequestPinningGpuTest, OperandsReceivedIntoThePinnedHeapAreReadInPlace) {
+  SKIP_WITHOUT_GPU();
+  CudaBackendOptions options = FastOptions();
+  options.pinned_request_bytes = 0;  // nothing is copied on arrival: in place or staged
+  Harness h(options);
+  ASSERT_NE(h.backend, nullptr);
+  absl::StatusOr<PinnedArena*> arena = PinnedArena::Create(int64_t{32} << 20);
+  ASSERT_TRUE(arena.ok()) << arena.status();
+  absl::BitGen gen;
+  // K = 512: rows back to back on the device (read in place); K = 500: 1000-byte rows padded to
+  // 1008 on the device (staged); the last A is not in the heap (staged).
+  struct Case {
+    int64_t m, k;
+    bool in_heap;
+  };
+  const std::vector<Case> cases = {{256, 512, true}, {1, 512, true},    {37, 512, true},
+                                   {256, 500, true}, {128, 512, false}, {200, 512, true}};
+  std::vector<HostOperands> ops(cases.size());
+  std::vector<std::vector<absl::string_view>> pieces(cases.size());
+  std::vector<core::GemmRequest> reqs;
+  std::vector<Outcome> outs(cases.size());
+  std::vector<std::shared_ptr<core::WorkItem>> items;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    core::GemmRequest r;
+    core::Problem p =
+        MakeProblem(cases[i].m, kN, cases[i].k, core::BLayout::kKN, core::DType::kBF16);
+    FillRandom(p, ops[i], gen, /*with_c=*/false);
+    if (cases[i].in_heap) {
+      pieces[i] = InArenaPieces(**arena, ops[i].a, gen);
+      p.a = core::OperandBytes::Pieces(pieces[i]);
+    }
+    r.problems = {p};
+    reqs.push_back(r);
+    items.push_back(MakeItem(reqs.back(), &outs[i]));
+    h.backend->PinMessageOperands(items.back().get());
+    const core::Problem& q = items.back()->request.problems[0];
+    EXPECT_EQ(q.a_mem, cases[i].in_heap ? core::HostMemory::kPinned : core::HostMemory::kMessage)
+        << i;
+    ASSERT_EQ(q.a.size(), ops[i].a.size()) << i;
+    if (cases[i].in_heap) EXPECT_EQ(q.a.pieces()[0].data(), pieces[i][0].data()) << i;
+  }
+  PushRouted(h, std::move(items));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ASSERT_TRUE(outs[i].done.WaitForNotificationWithTimeout(kWait)) << i;
+    ASSERT_TRUE(outs[i].result.ok()) << outs[i].result.status();
+    const core::Output& o = outs[i].result->outputs[0];
+    EXPECT_EQ(static_cast<int64_t>(o.bytes().size()), cases[i].m * kN * 2) << i;
+    EXPECT_LE(CheckEntry(reqs[i].problems[0], o, 0, ops[i].b), Tolerance(core::DType::kBF16)) << i;
+  }
+  EXPECT_FALSE(PinnedArena::Holds(ops[0].a.data(), ops[0].a.size()));
+  EXPECT_FALSE(PinnedArena::Create(int64_t{2} << 20).ok()) << "one arena per process";
 }
 
 }  // namespace
