@@ -6,6 +6,8 @@
 #   echo-d        grpc_echo_server answering with D's real size (the round-trip ceiling)
 #   gemm          gemm_server (CUDA backend), 1% of the answers checked against float64
 #   gemm-nobatch  the same with --batching=false (decode loads only)
+#   gemm-noheap   the same with --pinned_heap_bytes=0: A copied into pinned memory on arrival
+#                 instead of read where gRPC received it
 #   main-gemm     $BASELINE/server/gemm_server (a build of the commit to compare with), 1% checked;
 #                 only with transport "default" (an older server may not know the transport flags)
 # (SERVERS picks among them), every process with the same transport flags. Loads:
@@ -97,6 +99,8 @@ start_server() {
       --metrics_port=0 --self_test=false "$@" >"$log" 2>&1 & ;;
     gemm-nobatch) CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 \
       --port=$PORT --metrics_port=0 --self_test=false --batching=false "$@" >"$log" 2>&1 & ;;
+    gemm-noheap) CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 \
+      --port=$PORT --metrics_port=0 --self_test=false --pinned_heap_bytes=0 "$@" >"$log" 2>&1 & ;;
     main-gemm) CUDA_VISIBLE_DEVICES=0 "$BASELINE/server/gemm_server" --backend=cuda \
       --host=127.0.0.1 --port=$PORT --metrics_port=0 --self_test=false "$@" >"$log" 2>&1 & ;;
   esac

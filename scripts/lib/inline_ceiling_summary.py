@@ -7,6 +7,7 @@ requests in it), the answers checked and the mismatches; then, per load and tran
 throughput and server CPU per request against the D-sized echo's (the round-trip ceiling), where
 the round trip's time goes (gemm's client and transport time and server time against the echo's
 round trip), this build's server against a baseline build's (main-gemm), batching on against off,
+the pinned heap on against off (gemm-noheap),
 gemm_server's logged host time per unit by phase (server-NAME.log), and the busiest threads of
 each server and of the load generator that drove it.
 
@@ -78,7 +79,7 @@ def main():
         print(f"{load:10} {transport:14} {server:13} {r['rps']:9.0f} {r['in']:8.2f} {r['out']:8.2f} "
               f"{r['srv']:10.1f} {r['lg']:9.1f} {r['gpu']:10.1f} {checked:>11} {r['errors']:6}")
     print("\ngemm against the D-sized echo (bars: throughput >= 0.90, server CPU per request <= 1.25):")
-    for server in ("gemm", "gemm-nobatch"):
+    for server in ("gemm", "gemm-nobatch", "gemm-noheap"):
         for load, transport, ours, echo in paired(found, server, "echo-d"):
             print(f"  {load:12} {transport:14} {server:13} throughput "
                   f"{ratio(ours['rps'], echo['rps']):5.2f}  server CPU per request "
@@ -99,6 +100,10 @@ def main():
     for load, transport, on, off in paired(found, "gemm", "gemm-nobatch"):
         print(f"  {load:12} {transport:14} {ratio(on['rps'], off['rps']):5.2f}x  GPU "
               f"{on['gpu']:.1f} on, {off['gpu']:.1f} off")
+    print("\nthe pinned heap on against off (throughput ratio; server CPU per request, us):")
+    for load, transport, on, off in paired(found, "gemm", "gemm-noheap"):
+        print(f"  {load:12} {transport:14} {ratio(on['rps'], off['rps']):5.2f}x  CPU "
+              f"{on['srv']:.1f} on, {off['srv']:.1f} off")
     print("\ngemm_server's host time per unit by phase (us; per GPU):")
     for (load, transport, server), r in sorted(found.items()):
         for line in r["phases"]:
