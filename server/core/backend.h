@@ -74,6 +74,11 @@ struct StagingDescription {
   // requests now, and in all.
   int64_t request_bytes = 0;
   int64_t request_max_bytes = 0;
+  // The pinned heap (an arena gemm_server's heap grows into): its size (0 without one), what
+  // the heap has taken of it, and the requests' A received into it since start.
+  int64_t heap_bytes = 0;
+  int64_t heap_taken_bytes = 0;
+  int64_t received_pinned_operands = 0;
 };
 
 struct BackendDescription {

@@ -166,6 +166,20 @@ void Metrics::BuildStagingMetrics(prometheus::Registry& r) {
                          "Pinned memory held by requests' A copied on arrival, waiting to run.");
   request_bytes_limit_ = gauge("gemm_pinned_request_bytes_limit",
                                "Pinned memory set aside for requests' A (--pinned_request_bytes).");
+  heap_bytes_ = gauge("gemm_pinned_heap_bytes",
+                      "The pinned arena the server's heap grows into (--pinned_heap_bytes; 0: "
+                      "none, e.g. without the locked-memory limit).");
+  heap_taken_bytes_ = gauge("gemm_pinned_heap_taken_bytes",
+                            "Of the pinned heap, what the heap has taken (never given back; at "
+                            "the limit, messages land in pageable memory and A is copied).");
+  received_pinned_ = &prometheus::BuildCounter()
+                          .Name("gemm_request_operands_received_pinned_total")
+                          .Help(
+                              "Requests' A that gRPC received into the pinned heap: read by "
+                              "the GPU where they arrived, without a host copy (through "
+                              "staging when the device rows are padded).")
+                          .Register(r)
+                          .Add({});
   auto& answers = prometheus::BuildCounter()
                       .Name("gemm_inline_answers_total")
                       .Help(
@@ -292,8 +306,11 @@ void Metrics::SetStaging(const StagingDescription& staging) {
   answer_bytes_limit_->Set(static_cast<double>(staging.answer_max_bytes));
   request_bytes_->Set(static_cast<double>(staging.request_bytes));
   request_bytes_limit_->Set(static_cast<double>(staging.request_max_bytes));
+  heap_bytes_->Set(static_cast<double>(staging.heap_bytes));
+  heap_taken_bytes_->Set(static_cast<double>(staging.heap_taken_bytes));
   for (auto [counter, total] : {std::pair{answers_pinned_, staging.pinned_answers},
-                                std::pair{answers_copied_, staging.copied_answers}}) {
+                                std::pair{answers_copied_, staging.copied_answers},
+                                std::pair{received_pinned_, staging.received_pinned_operands}}) {
     const double more = static_cast<double>(total) - counter->Value();
     if (more > 0) counter->Increment(more);
   }

@@ -227,6 +227,9 @@ class Metrics {
   prometheus::Gauge* answer_bytes_limit_;
   prometheus::Gauge* request_bytes_;
   prometheus::Gauge* request_bytes_limit_;
+  prometheus::Gauge* heap_bytes_;
+  prometheus::Gauge* heap_taken_bytes_;
+  prometheus::Counter* received_pinned_;
   prometheus::Counter* answers_pinned_;
   prometheus::Counter* answers_copied_;
 

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <string>
@@ -23,6 +24,7 @@
 #include "server/gpu/executor.h"
 #include "server/gpu/host_copier.h"
 #include "server/gpu/pinned_answers.h"
+#include "server/gpu/pinned_arena.h"
 #include "server/gpu/qualification.h"
 #include "server/gpu/request_pinning.h"
 #include "server/gpu/resident.h"
@@ -110,7 +112,12 @@ class CudaBackend final : public core::Backend {
                  .pinned_answers = answers.pinned_answers,
                  .copied_answers = answers.copied_answers,
                  .request_bytes = requests.held_bytes,
-                 .request_max_bytes = requests.max_bytes};
+                 .request_max_bytes = requests.max_bytes,
+                 .received_pinned_operands = received_pinned_.load(std::memory_order_relaxed)};
+    if (const PinnedArena* heap = PinnedArena::Get(); heap != nullptr) {
+      d.staging.heap_bytes = heap->bytes();
+      d.staging.heap_taken_bytes = heap->taken_bytes();
+    }
     return d;
   }
 
@@ -229,7 +236,9 @@ class CudaBackend final : public core::Backend {
   }
 
   void PinMessageOperands(core::WorkItem* item) override {
-    UseReceivedPinnedBytes(item);
+    if (const int n = UseReceivedPinnedBytes(item); n > 0) {
+      received_pinned_.fetch_add(n, std::memory_order_relaxed);
+    }
     if (requests_ != nullptr) requests_->Pin(item);
   }
 
@@ -245,6 +254,7 @@ class CudaBackend final : public core::Backend {
   std::shared_ptr<StagingPool> staging_;
   std::shared_ptr<PinnedAnswers> answers_;
   std::unique_ptr<RequestPinning> requests_;  // null when no memory is set aside for requests
+  std::atomic<int64_t> received_pinned_{0};   // requests' A received into the pinned heap
   std::unique_ptr<HostCopier> copier_;        // outlives the executors (declared before them)
   std::vector<std::shared_ptr<DeviceContext>> devices_;
   std::vector<std::unique_ptr<Executor>> executors_;

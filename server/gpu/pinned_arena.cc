@@ -86,6 +86,8 @@ bool PinnedArena::Holds(const void* p, size_t n) {
   return at >= base && at <= end && n <= end - at;
 }
 
+const PinnedArena* PinnedArena::Get() { return g_arena.load(std::memory_order_acquire); }
+
 int64_t PinnedArena::taken_bytes() const {
   return static_cast<int64_t>(next_.load(std::memory_order_relaxed) - base_);
 }

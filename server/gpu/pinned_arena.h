@@ -31,6 +31,8 @@ class PinnedArena {
 
   // Whether [p, p + n) lies wholly in the process's arena (false without one).
   static bool Holds(const void* p, size_t n);
+  // The process's arena, or null without one.
+  static const PinnedArena* Get();
 
   int64_t bytes() const { return static_cast<int64_t>(end_ - base_); }
   // Bytes handed out so far.

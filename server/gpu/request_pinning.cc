@@ -32,12 +32,15 @@ bool InPinnedHeap(const core::OperandBytes& bytes) {
 
 }  // namespace
 
-void UseReceivedPinnedBytes(core::WorkItem* item) {
+int UseReceivedPinnedBytes(core::WorkItem* item) {
+  int marked = 0;
   for (core::Problem& p : item->request.problems) {
     if (p.a_mem == core::HostMemory::kMessage && InPinnedHeap(p.a)) {
       p.a_mem = core::HostMemory::kPinned;
+      ++marked;
     }
   }
+  return marked;
 }
 
 RequestPinning::RequestPinning(std::shared_ptr<StagingPool> pool, int64_t max_bytes,

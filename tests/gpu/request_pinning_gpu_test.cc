@@ -167,6 +167,10 @@ TEST(RequestPinningGpuTest, OperandsReceivedIntoThePinnedHeapAreReadInPlace) {
     ASSERT_EQ(q.a.size(), ops[i].a.size()) << i;
     if (cases[i].in_heap) EXPECT_EQ(q.a.pieces()[0].data(), pieces[i][0].data()) << i;
   }
+  // Counted (gemm_request_operands_received_pinned_total), the staged K = 500 one included.
+  EXPECT_EQ(h.Staging().received_pinned_operands, 5);
+  EXPECT_EQ(h.Staging().heap_bytes, int64_t{32} << 20);
+  EXPECT_GT(h.Staging().heap_taken_bytes, 0);
   PushRouted(h, std::move(items));
   for (size_t i = 0; i < cases.size(); ++i) {
     ASSERT_TRUE(outs[i].done.WaitForNotificationWithTimeout(kWait)) << i;

@@ -153,11 +153,17 @@ TEST(MetricsTest, StagingAndInlineAnswersFollowTheBackendsTotals) {
                  .pinned_answers = 40,
                  .copied_answers = 2,
                  .request_bytes = 1 << 18,
-                 .request_max_bytes = 128 << 20});
+                 .request_max_bytes = 128 << 20,
+                 .heap_bytes = 1 << 30,
+                 .heap_taken_bytes = 300 << 20,
+                 .received_pinned_operands = 90});
   m->SetStaging({.used_bytes = 0,
                  .pinned_answers = 35,
                  .copied_answers = 5,  // never goes back
-                 .request_max_bytes = 128 << 20});
+                 .request_max_bytes = 128 << 20,
+                 .heap_bytes = 1 << 30,
+                 .heap_taken_bytes = 310 << 20,
+                 .received_pinned_operands = 120});
   const std::string text = m->Serialize();
   EXPECT_TRUE(Has(text, "gemm_staging_bytes_in_use 0")) << text;
   EXPECT_TRUE(Has(text, "gemm_pinned_answer_bytes 0")) << text;
@@ -165,6 +171,9 @@ TEST(MetricsTest, StagingAndInlineAnswersFollowTheBackendsTotals) {
   EXPECT_TRUE(Has(text, "gemm_pinned_request_bytes_limit 134217728")) << text;
   EXPECT_TRUE(Has(text, "gemm_inline_answers_total{from=\"pinned\"} 40")) << text;
   EXPECT_TRUE(Has(text, "gemm_inline_answers_total{from=\"copied\"} 5")) << text;
+  EXPECT_TRUE(Has(text, "gemm_pinned_heap_bytes 1073741824")) << text;
+  EXPECT_TRUE(Has(text, "gemm_pinned_heap_taken_bytes 325058560")) << text;
+  EXPECT_TRUE(Has(text, "gemm_request_operands_received_pinned_total 120")) << text;
 }
 
 TEST(MetricsTest, KernelInfoReplacesPreviousKernel) {
