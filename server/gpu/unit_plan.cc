@@ -56,8 +56,8 @@ class Planner {
   void In(const core::OperandBytes& host, core::HostMemory where, int64_t rows, int64_t row_bytes,
           int64_t dev_off, int64_t dpitch) {
     const bool pieces = !host.contiguous();
-    // Page-locked pieces (a message received into the pinned heap) are copied in place one by
-    // one, which needs the rows back to back on the device; otherwise they go through staging.
+    // Page-locked pieces (a message received into the pinned heap) are read in place by the
+    // gather kernel, which needs the rows back to back on the device; else they are staged.
     const bool pinned = core::CopiedInPlace(where) && (!pieces || dpitch == row_bytes);
     u_->ins.push_back({pieces ? nullptr : host.data(),
                        pieces ? host.pieces() : absl::Span<const absl::string_view>(), rows,

@@ -132,7 +132,9 @@ TEST(RequestPinningGpuTest, OperandsReceivedIntoThePinnedHeapAreReadInPlace) {
   options.pinned_request_bytes = 0;  // nothing is copied on arrival: in place or staged
   Harness h(options);
   ASSERT_NE(h.backend, nullptr);
-  absl::StatusOr<PinnedArena*> arena = PinnedArena::Create(int64_t{32} << 20);
+  // 4 MiB: within the usual locked-memory limit of an unprivileged user (8 MiB).
+  absl::StatusOr<PinnedArena*> arena = PinnedArena::Create(int64_t{4} << 20);
+  if (absl::IsFailedPrecondition(arena.status())) GTEST_SKIP() << arena.status();
   ASSERT_TRUE(arena.ok()) << arena.status();
   absl::BitGen gen;
   // K = 512: rows back to back on the device (read in place); K = 500: 1000-byte rows padded to
@@ -169,7 +171,7 @@ TEST(RequestPinningGpuTest, OperandsReceivedIntoThePinnedHeapAreReadInPlace) {
   }
   // Counted (gemm_request_operands_received_pinned_total), the staged K = 500 one included.
   EXPECT_EQ(h.Staging().received_pinned_operands, 5);
-  EXPECT_EQ(h.Staging().heap_bytes, int64_t{32} << 20);
+  EXPECT_EQ(h.Staging().heap_bytes, int64_t{4} << 20);
   EXPECT_GT(h.Staging().heap_taken_bytes, 0);
   PushRouted(h, std::move(items));
   for (size_t i = 0; i < cases.size(); ++i) {
