@@ -9,26 +9,12 @@
 
 #include <algorithm>
 
+#include "cluster_launch.h"
 #include "sm100/sm100_kernel.cuh"
 #include "sm100/sm100_params.h"
 
 namespace gemm::kernel::sm100 {
 namespace {
-
-void FillLaunchConfig(cudaLaunchConfig_t* cfg, cudaLaunchAttribute* attr, int num_clusters,
-                      uint32_t smem_bytes, cudaStream_t stream) {
-  *cfg = {};
-  cfg->gridDim = dim3(2 * num_clusters, 1, 1);
-  cfg->blockDim = dim3(kNumThreads, 1, 1);
-  cfg->dynamicSmemBytes = smem_bytes;
-  cfg->stream = stream;
-  attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = 2;
-  attr->val.clusterDim.y = 1;
-  attr->val.clusterDim.z = 1;
-  cfg->attrs = attr;
-  cfg->numAttrs = 1;
-}
 
 // d = alpha * sum(partials) + beta * c, elementwise (grid-stride).
 template <typename OutT>
@@ -74,10 +60,8 @@ int LaunchVariant(const VariantKey& key, const KernelParams& params, int num_clu
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(Cfg::kSmemBytes));
     if (err != cudaSuccess) return static_cast<int>(err);
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr;
-    FillLaunchConfig(&cfg, &attr, num_clusters, Cfg::kSmemBytes, stream);
-    return static_cast<int>(cudaLaunchKernelEx(&cfg, kernel, params));
+    const ClusterLaunch launch(2 * num_clusters, kNumThreads, 2, Cfg::kSmemBytes, stream);
+    return static_cast<int>(cudaLaunchKernelEx(&launch.cfg, kernel, params));
   });
 }
 
@@ -88,11 +72,9 @@ int MaxActiveClusters(const VariantKey& key) {
                              static_cast<int>(Cfg::kSmemBytes)) != cudaSuccess) {
       return 0;
     }
-    cudaLaunchConfig_t cfg;
-    cudaLaunchAttribute attr;
-    FillLaunchConfig(&cfg, &attr, 1, Cfg::kSmemBytes, nullptr);
+    const ClusterLaunch launch(2, kNumThreads, 2, Cfg::kSmemBytes, nullptr);
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) return 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.cfg) != cudaSuccess) return 0;
     return clusters;
   });
 }

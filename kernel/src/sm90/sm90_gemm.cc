@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cluster_launch.h"
 #include "common/status_macros.h"
 #include "cuda_status.h"
 #include "heuristics_sm90.h"
@@ -412,18 +413,10 @@ uint32_t NextSplitEpoch() {
 }
 
 cudaError_t EnqueueSm90(const LaunchShape& shape, const void* params, cudaStream_t stream) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim = {static_cast<unsigned>(shape.cluster), 1, 1};
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(shape.grid, 1, 1);
-  cfg.blockDim = dim3(shape.threads, 1, 1);
-  cfg.dynamicSmemBytes = static_cast<size_t>(shape.smem);
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  const ClusterLaunch launch(shape.grid, shape.threads, shape.cluster,
+                             static_cast<size_t>(shape.smem), stream);
   void* args[] = {const_cast<void*>(params)};
-  return cudaLaunchKernelExC(&cfg, shape.kernel, args);
+  return cudaLaunchKernelExC(&launch.cfg, shape.kernel, args);
 }
 
 namespace {

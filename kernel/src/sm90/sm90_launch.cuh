@@ -8,6 +8,7 @@
 #include <atomic>  // the cluster-occupancy and shared-memory caches
 #include <mutex>
 
+#include "cluster_launch.h"
 #include "sm90/sm90_kernel.cuh"
 #include "sm90/sm90_launch.h"
 
@@ -49,17 +50,9 @@ cudaError_t PlanSm90(KernelParams<P>& params, int sm_count, const SplitWorkspace
     const int slot = cs == 2 ? 1 : 0;
     int cached = device < 64 ? cache[device][slot].load(std::memory_order_relaxed) : 0;
     if (cached == 0) {
-      cudaLaunchConfig_t cfg = {};
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim = {static_cast<unsigned>(cs), 1, 1};
-      cfg.gridDim = dim3(cs * (sm_count / cs), 1, 1);
-      cfg.blockDim = dim3(kThreads, 1, 1);
-      cfg.dynamicSmemBytes = smem;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
+      const ClusterLaunch launch(cs * (sm_count / cs), kThreads, cs, smem, nullptr);
       int n = 0;
-      if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) == cudaSuccess && n > 0) {
+      if (cudaOccupancyMaxActiveClusters(&n, kernel, &launch.cfg) == cudaSuccess && n > 0) {
         cached = n;
         if (device < 64) cache[device][slot].store(n, std::memory_order_relaxed);
       } else {

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "cluster_launch.h"
 #include "common/status_macros.h"
 #include "sm90/small_m_gemm.h"
 #include "sm90/small_m_kernel.cuh"
@@ -70,33 +71,17 @@ absl::Status Prepare(int device) {
   return absl::OkStatus();
 }
 
-// Launch configuration of a cluster launch of `ctas` CTAs in clusters of `cs` (attr: storage).
-cudaLaunchConfig_t ClusterConfig(int64_t ctas, int cs, cudaStream_t stream,
-                                 cudaLaunchAttribute* attr) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(ctas));
-  cfg.blockDim = dim3(small_m::kThreads);
-  cfg.dynamicSmemBytes = kClusterSmemBytes;
-  cfg.stream = stream;
-  attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = static_cast<unsigned>(cs);
-  attr->val.clusterDim.y = 1;
-  attr->val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  return cfg;
-}
-
 template <int kMT, bool kKN, typename OutT>
 absl::Status LaunchTyped(const Params& prm, bool fixup, cudaStream_t stream, int device) {
   using Cfg = small_m::Config<kMT>;
   if constexpr (kMT == 16) {
     if (prm.cluster_k > 1) {
       GEMM_RETURN_IF_ERROR((Prepare<kMT, kKN, OutT, true>(device)));
-      cudaLaunchAttribute attr = {};
-      const cudaLaunchConfig_t cfg = ClusterConfig(prm.ctas, prm.cluster_k, stream, &attr);
-      return CudaError(cudaLaunchKernelEx(&cfg, small_m::SmallMKernel<kMT, kKN, OutT, true>, prm),
-                       "cluster kernel launch");
+      const ClusterLaunch launch(prm.ctas, small_m::kThreads, prm.cluster_k, kClusterSmemBytes,
+                                 stream);
+      return CudaError(
+          cudaLaunchKernelEx(&launch.cfg, small_m::SmallMKernel<kMT, kKN, OutT, true>, prm),
+          "cluster kernel launch");
     }
   }
   auto* main_kernel = small_m::SmallMKernel<kMT, kKN, OutT>;
@@ -226,10 +211,9 @@ SmallMClusterLimits ClusterLimits(int device) {
   bool ok = Prepare<16, false, __nv_bfloat16, true>(device).ok();
   for (int i = 0; i < 3 && ok; ++i) {
     const int cs = 2 << i;
-    cudaLaunchAttribute attr = {};
-    const cudaLaunchConfig_t cfg = ClusterConfig(cs * 16, cs, nullptr, &attr);
+    const ClusterLaunch launch(cs * 16, small_m::kThreads, cs, kClusterSmemBytes, nullptr);
     int clusters = 0;
-    ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess;
+    ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.cfg) == cudaSuccess;
     *fields[i] = ok ? clusters : 0;
   }
   if (!ok) {
