@@ -56,6 +56,12 @@ for tool in memcheck racecheck; do
       >"$OUT/$name.log" 2>&1
     report "$name" $?
   fi
+  # The copy kernel of CUDA IPC operands and of A read where gRPC received it (every alignment).
+  if command -v device_copy_gpu_test >/dev/null; then
+    name=$tool-device-copy
+    timeout 300 compute-sanitizer --tool $tool device_copy_gpu_test >"$OUT/$name.log" 2>&1
+    report "$name" $?
+  fi
   # The engine: inline and resident requests of both layouts, groups of mixed shapes, copies in
   # and out of the pools, coalesced batches with and without C, expert groups (memcheck also
   # checks for leaks at exit).

@@ -77,7 +77,7 @@ absl::StatusOr<std::unique_ptr<gemm::core::Backend>> MakeBackend(const ServerOpt
       auto heap = gemm::server::StartPinnedHeap(o.cuda.pinned_heap_bytes);
       if (heap.ok()) {
         GEMM_LOG(INFO) << "pinned heap: " << (*heap >> 20)
-                       << " MiB; requests received there are copied to the GPU in place";
+                       << " MiB; the GPU reads requests' A where gRPC received them";
       } else {
         GEMM_LOG(WARNING) << "no pinned heap: " << heap.status();
       }

@@ -175,9 +175,8 @@ void Metrics::BuildStagingMetrics(prometheus::Registry& r) {
   received_pinned_ = &prometheus::BuildCounter()
                           .Name("gemm_request_operands_received_pinned_total")
                           .Help(
-                              "Requests' A that gRPC received into the pinned heap: read by "
-                              "the GPU where they arrived, without a host copy (through "
-                              "staging when the device rows are padded).")
+                              "Requests' A that gRPC received into the pinned heap and the "
+                              "GPU read where they arrived, without a host copy.")
                           .Register(r)
                           .Add({});
   auto& answers = prometheus::BuildCounter()

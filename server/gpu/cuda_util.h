@@ -31,4 +31,8 @@ inline constexpr int64_t RoundUp(int64_t x, int64_t align) {
   return (x + align - 1) / align * align;
 }
 
+// Bytes between consecutive rows of an operand in device memory, for rows of `row_bytes`: padded
+// to 16 (TMA needs 16-byte pitches). Rows lie back to back only where this equals `row_bytes`.
+inline constexpr int64_t DevicePitchBytes(int64_t row_bytes) { return RoundUp(row_bytes, 16); }
+
 }  // namespace gemm::gpu

@@ -30,7 +30,6 @@
 #include "server/gpu/copy_batch.h"
 #include "server/gpu/cuda_util.h"
 #include "server/gpu/device_copy.h"
-#include "server/gpu/piece_gather.h"
 #include "server/gpu/resident.h"
 #include "server/gpu/unit.h"
 #include "server/gpu/unit_memory.h"
@@ -469,7 +468,8 @@ void Executor::EnqueueWork(Unit& u, absl::Time* mark) {
   TakeEvents(u);
   const cudaStream_t stream = u.slot->stream;
   RecordEvent(u, 0, stream);
-  absl::Status st = EnqueueCopiesIn(u);
+  absl::Status st = PreparedStatus(u);  // a unit that cannot launch enqueues no copies either
+  if (st.ok()) st = EnqueueCopiesIn(u);
   Mark(Phase::kH2D, mark);
   st = EnqueueKernels(u, std::move(st));
   Mark(Phase::kKernels, mark);
@@ -511,10 +511,10 @@ void Executor::RecordEvent(Unit& u, int i, cudaStream_t stream) {
 
 namespace {
 
-// The pieces of `in` (page-locked, in order) to consecutive bytes at `dst`.
-void AppendGatherPieces(const InCopy& in, char* dst, std::vector<GatherPiece>* pieces) {
+// The pieces of `in` (page-locked, in order) to consecutive bytes at `dst`, one row each.
+void AppendPieceCopies(const InCopy& in, char* dst, std::vector<Copy2D>* copies) {
   for (absl::string_view piece : in.pieces) {
-    pieces->push_back({piece.data(), dst, piece.size()});
+    copies->push_back({dst, piece.size(), piece.data(), piece.size(), piece.size(), 1});
     dst += piece.size();
   }
 }
@@ -523,12 +523,13 @@ void AppendGatherPieces(const InCopy& in, char* dst, std::vector<GatherPiece>* p
 
 absl::Status Executor::EnqueueCopiesIn(const Unit& u) {
   std::vector<Copy2D> copies;
-  std::vector<Copy2D> device_copies;  // from a client's GPU memory (CUDA IPC): by our kernel
-  std::vector<GatherPiece> gathers;   // pieces of a message received into the pinned heap
+  // By our kernel: from a client's GPU memory (CUDA IPC), and the pieces of a message received
+  // into the pinned heap.
+  std::vector<Copy2D> device_copies;
   copies.reserve(u.ins.size());
   for (const InCopy& in : u.ins) {
     if (in.pinned && in.host == nullptr) {  // page-locked pieces, rows back to back (unit_plan)
-      AppendGatherPieces(in, u.dev.get() + in.dev_off, &gathers);
+      AppendPieceCopies(in, u.dev.get() + in.dev_off, &device_copies);
       continue;
     }
     const void* src = u.direct || in.pinned
@@ -539,7 +540,6 @@ absl::Status Executor::EnqueueCopiesIn(const Unit& u) {
                     static_cast<size_t>(in.row_bytes), static_cast<size_t>(in.row_bytes),
                     static_cast<size_t>(in.rows)});
   }
-  GEMM_RETURN_IF_ERROR(EnqueueGather(gathers, u.slot->stream));
   return SubmitCopies(u, copies, device_copies, cudaMemcpyHostToDevice);
 }
 
@@ -624,6 +624,13 @@ void Executor::PrepareLaunches(Unit& u) const {
   for (Launch& l : u.launches) {
     if (!l.grouped) l.prepared = kernel::Prepare(l.batch, LaunchOptionsFor(u, &l.served));
   }
+}
+
+absl::Status Executor::PreparedStatus(const Unit& u) {
+  for (const Launch& l : u.launches) {
+    if (!l.grouped && !l.prepared.ok()) return l.prepared.status();
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Executor::LaunchKernels(Unit& u) {

@@ -135,6 +135,8 @@ class Executor {
   // Does the host work of the unit's single calls (kernel::Prepare) before anything of it is
   // enqueued.
   void PrepareLaunches(Unit& unit) const;
+  // The first error of those calls' preparation (OK when every one is ready to launch).
+  static absl::Status PreparedStatus(const Unit& unit);
   // Launches the unit's kernel-library calls on its kernel stream.
   absl::Status LaunchKernels(Unit& unit);
   // Hands the enqueued unit to its completion path (polled event, else a CUDA host function).

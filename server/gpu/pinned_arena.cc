@@ -50,7 +50,7 @@ absl::StatusOr<PinnedArena*> PinnedArena::Create(int64_t bytes) {
     munmap(p, size);
     return st;
   }
-  // Kernels read the arena at its host addresses (piece_gather.h).
+  // Kernels read the arena at its host addresses (device_copy.h).
   void* on_device = nullptr;
   if (cudaHostGetDevicePointer(&on_device, p, 0) != cudaSuccess || on_device != p) {
     cudaHostUnregister(p);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "server/gpu/cuda_util.h"
 #include "server/gpu/pinned_arena.h"
 
 namespace gemm::gpu {
@@ -35,7 +36,10 @@ bool InPinnedHeap(const core::OperandBytes& bytes) {
 int UseReceivedPinnedBytes(core::WorkItem* item) {
   int marked = 0;
   for (core::Problem& p : item->request.problems) {
-    if (p.a_mem == core::HostMemory::kMessage && InPinnedHeap(p.a)) {
+    // Padded device rows (K * 2 not a multiple of 16) would be staged on the launch thread:
+    // leave those to Pin(), which copies them on arrival.
+    const bool rows_back_to_back = DevicePitchBytes(p.k * 2) == p.k * 2;
+    if (p.a_mem == core::HostMemory::kMessage && rows_back_to_back && InPinnedHeap(p.a)) {
       p.a_mem = core::HostMemory::kPinned;
       ++marked;
     }

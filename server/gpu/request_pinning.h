@@ -19,9 +19,10 @@
 namespace gemm::gpu {
 
 // Marks every message-borne A of `item` whose bytes all lie in the pinned heap (the message was
-// received there) as pinned in place (a_mem = kPinned, its pieces kept): its unit's GPU copy reads
-// the message's own buffers, which `item->keep_alive` holds. Leaves the others as they are.
-// Returns how many it marked.
+// received there) and whose rows lie back to back on the device (K * 2 a multiple of 16) as
+// pinned in place (a_mem = kPinned, its pieces kept): its unit's GPU copy reads the message's own
+// buffers, which `item->keep_alive` holds. Leaves the others as they are. Returns how many it
+// marked.
 int UseReceivedPinnedBytes(core::WorkItem* item);
 
 class RequestPinning {

@@ -29,7 +29,8 @@ class Executor;
 // with row pitch `dpitch`, through staging bytes at `stage_off`, or straight from `host` when it
 // is page-locked (a registered shared-memory region). Bytes that arrived in pieces (a request
 // message's buffers) have `host` null and are copied into staging from `pieces`, in order, or,
-// when `pinned` (received into the pinned heap), read in place by the gather kernel.
+// when `pinned` (received into the pinned heap), read in place by the copy kernel of
+// device_copy.h.
 struct InCopy {
   const char* host = nullptr;
   absl::Span<const absl::string_view> pieces;

@@ -30,7 +30,7 @@ kernel::BLayout ToKernel(core::BLayout l) {
 }
 
 int64_t PitchElems(int64_t cols, int64_t elem_bytes) {
-  return RoundUp(cols * elem_bytes, 16) / elem_bytes;
+  return DevicePitchBytes(cols * elem_bytes) / elem_bytes;
 }
 
 // Lays out a unit's operands: device offsets, staging offsets, copies and launches. Run twice:
@@ -57,7 +57,7 @@ class Planner {
           int64_t dev_off, int64_t dpitch) {
     const bool pieces = !host.contiguous();
     // Page-locked pieces (a message received into the pinned heap) are read in place by the
-    // gather kernel, which needs the rows back to back on the device; else they are staged.
+    // device copy kernel, which needs the rows back to back on the device; else they are staged.
     const bool pinned = core::CopiedInPlace(where) && (!pieces || dpitch == row_bytes);
     u_->ins.push_back({pieces ? nullptr : host.data(),
                        pieces ? host.pieces() : absl::Span<const absl::string_view>(), rows,

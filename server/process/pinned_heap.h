@@ -1,7 +1,7 @@
 // The heap grown into a pinned arena: with tcmalloc, the memory malloc takes from the system
 // comes from a gpu::PinnedArena while it lasts, then from the system as before. Buffers gRPC
 // receives messages into are then mostly page-locked, and the GPU reads a request's A straight
-// out of them (piece_gather.h).
+// out of them (device_copy.h).
 // NOTE: tcmalloc ends a release round at the first free span whose pages it cannot release, and
 // the arena's pages cannot be released (they are locked), so while free arena spans exist, free
 // memory outside the arena is returned to the system less often.
