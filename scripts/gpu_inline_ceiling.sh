@@ -95,14 +95,16 @@ start_server() {
   case $kind in
     echo-empty) grpc_echo_server --port=$PORT --answer_data=empty "$@" >"$log" 2>&1 & ;;
     echo-d) grpc_echo_server --port=$PORT --answer_data=d "$@" >"$log" 2>&1 & ;;
-    gemm) CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 --port=$PORT \
-      --metrics_port=0 --self_test=false "$@" >"$log" 2>&1 & ;;
-    gemm-nobatch) CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 \
-      --port=$PORT --metrics_port=0 --self_test=false --batching=false "$@" >"$log" 2>&1 & ;;
-    gemm-noheap) CUDA_VISIBLE_DEVICES=0 gemm_server --backend=cuda --host=127.0.0.1 \
-      --port=$PORT --metrics_port=0 --self_test=false --pinned_heap_bytes=0 "$@" >"$log" 2>&1 & ;;
-    main-gemm) CUDA_VISIBLE_DEVICES=0 "$BASELINE/server/gemm_server" --backend=cuda \
-      --host=127.0.0.1 --port=$PORT --metrics_port=0 --self_test=false "$@" >"$log" 2>&1 & ;;
+    gemm | gemm-nobatch | gemm-noheap | main-gemm)
+      local bin=gemm_server extra=()
+      case $kind in
+        gemm-nobatch) extra=(--batching=false) ;;
+        gemm-noheap) extra=(--pinned_heap_bytes=0) ;;
+        main-gemm) bin=$BASELINE/server/gemm_server ;;
+      esac
+      CUDA_VISIBLE_DEVICES=0 "$bin" --backend=cuda --host=127.0.0.1 --port=$PORT --metrics_port=0 \
+        --self_test=false "${extra[@]}" "$@" >"$log" 2>&1 &
+      ;;
   esac
   pid=$!
 }
