@@ -85,7 +85,7 @@ absl::StatusOr<std::unique_ptr<Bench>> Bench::Create(const BenchOptions& opts) {
   }
   b->seed_ = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   if (opts.no_split || opts.tile_m > 0 || opts.stages > 0 || opts.cluster_m > 0 ||
-      opts.group_m > 0 || opts.tail_splits > 0 || opts.swap_ab != 0 || opts.debug_flags != 0) {
+      opts.group_m > 0 || opts.tail_splits != 0 || opts.swap_ab != 0 || opts.debug_flags != 0) {
     kernel::sm90::TuningOverride o;
     o.debug_flags = opts.debug_flags | (opts.no_split ? kernel::sm90::kDebugNoSplit : 0);
     o.block_m = opts.tile_m;

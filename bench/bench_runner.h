@@ -32,7 +32,8 @@ struct BenchOptions {
   bool no_split = false;        // WGMMA kernel without its tail split-K (kDebugNoSplit)
   int tile_m = 0, tile_n = 0;   // > 0: force the WGMMA kernel's tile (tuning override)
   int stages = 0, cluster_m = 0, group_m = 0;  // > 0: force these WGMMA launch parameters
-  int tail_splits = 0;     // > 0: K pieces per tile of the WGMMA kernel's last partial wave
+  int tail_splits = 0;     // > 0: K pieces per tile of the WGMMA kernel's last partial wave,
+                           // -1: stream-K over that wave
   int swap_ab = 0;         // 1: force the swap-AB tiles (--tile 128xW picks the width), -1: never
   int debug_flags = 0;     // sm90 kDebug* bits (timing experiments; results may be wrong)
   int64_t force_ctas = 0;  // with direct_small_m: grid size override (0 = heuristic)

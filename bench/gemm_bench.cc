@@ -5,7 +5,7 @@
 //   gemm_bench [--set all|large|decode|grouped|batched|moe|m_sweep] [--layout nk|kn|both]
 //              [--dtype bf16|f32]
 //              [--json] [--csv] [--check] [--reps N] [--warmup N] [--shapes DIR]
-//              [--direct] [--ctas N] [--stream_k] [--sm90_main] [--no_split] [--split N]
+//              [--direct] [--ctas N] [--stream_k] [--sm90_main] [--no_split] [--split N|stream]
 //              [--tile MxN] [--swap_ab on|off] [--same_set]
 #include <cmath>
 #include <cstdio>
@@ -31,8 +31,8 @@ constexpr char kUsage[] =
     "usage: gemm_bench [--set all|large|decode|grouped|batched|moe|m_sweep]\n"
     "                  [--layout nk|kn|both] [--dtype bf16|f32] [--json] [--csv] [--check]\n"
     "                  [--reps N] [--warmup N] [--shapes DIR] [--direct] [--ctas N]\n"
-    "                  [--sm90_main] [--no_split] [--split N] [--tile MxN] [--swap_ab on|off]\n"
-    "                  [--stages N] [--read_floor] [--idle_stream]\n"
+    "                  [--sm90_main] [--no_split] [--split N|stream] [--tile MxN]\n"
+    "                  [--swap_ab on|off] [--stages N] [--read_floor] [--idle_stream]\n"
     "                  [--cluster N] [--group_m N] [--debug_flags N] [--same_set] [--stream_k]\n"
     "  --set     all: decode, large, batched, grouped, moe; m_sweep (M from 1 to 8192 against\n"
     "            five weight shapes) runs only when named\n"
@@ -43,7 +43,8 @@ constexpr char kUsage[] =
     "  --sm90_main  time the SM90 WGMMA kernel directly (bypass the dispatch and small-M)\n"
     "  --no_split   never split the WGMMA kernel's last wave along K (A/B timing)\n"
     "  --split N    cut every tile of the WGMMA kernel's last partial wave into N K pieces\n"
-    "               (at most 8; 1: never split; default: as many as fill the idle SMs)\n"
+    "               (at most 8; 1: never split; default: as many as fill the idle SMs);\n"
+    "               stream: share that wave's K blocks evenly among the clusters (stream-K)\n"
     "  --tile MxN   force the WGMMA kernel's tile (128x256, 256x128, 128x128, 64x256, 64x128;\n"
     "               with --swap_ab on: 128xW, W = 144, 160, ..., 240)\n"
     "  --swap_ab on|off  force the WGMMA kernel's swap-AB tiles on or off\n"
@@ -91,8 +92,8 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
     } else if (arg == "--no_split") {
       f->bench.no_split = true;
     } else if (arg == "--split" && value(&v)) {
-      f->bench.tail_splits = std::atoi(v.c_str());
-      if (f->bench.tail_splits < 1) return false;
+      f->bench.tail_splits = v == "stream" ? -1 : std::atoi(v.c_str());
+      if (f->bench.tail_splits == 0 || f->bench.tail_splits < -1) return false;
     } else if (arg == "--swap_ab" && value(&v)) {
       if (v != "on" && v != "off") return false;
       f->bench.swap_ab = v == "on" ? 1 : -1;

@@ -40,12 +40,13 @@ for tool in memcheck racecheck; do
     report "$name" $?
   done
   # One suite per run: under racecheck the cuBLASLt reference kernels make each suite slow.
-  # racecheck (shared memory only) takes one split test: the forced factors' 90 runs, each with
-  # its reference, outlast the 300 s limit under it (H200), and they differ only in global memory.
-  split='Sm90SplitK.*'
-  [ $tool = racecheck ] && split='Sm90SplitK.MatchesCublasLt'
+  # racecheck (shared memory only) takes one test of each split: the forced factors' 90 runs, each
+  # with its reference, outlast the 300 s limit under it (H200), and they differ only in global
+  # memory.
+  split='Sm90SplitK.*:Sm90StreamK.*'
+  [ $tool = racecheck ] && split='Sm90SplitK.MatchesCublasLt:Sm90StreamK.MatchesCublasLt'
   for suite in 'Sm90Small.EdgesAndPaths' "$split" 'Sm90Batched.*' 'Sm90Grouped.*'; do
-    name=$tool-$(echo "$suite" | tr -d '.*')
+    name=$tool-$(echo "$suite" | tr -d '.*' | tr ':' '-')
     timeout 300 compute-sanitizer --tool $tool kernel_gpu_tests --gtest_filter="$suite" \
       >"$OUT/$name.log" 2>&1
     report "$name" $?

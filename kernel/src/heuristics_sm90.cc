@@ -1,7 +1,8 @@
 // SM90 launch-configuration heuristics: the swap-AB tiles in their measured bands (SwapRule), the
 // decode tiles for one row of 64-row tiles, then the measured rules for bands of single-problem
 // shapes (kShapeRules), else estimate the time of each candidate as (waves of cluster tiles over
-// the SMs) x (cost of one tile) and keep the cheapest.
+// the SMs) x (cost of one tile) and keep the cheapest; then stream-K for the last wave where it
+// measured faster (StreamKRule).
 #include "heuristics_sm90.h"
 
 #include <algorithm>
@@ -243,11 +244,40 @@ bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg
   return true;
 }
 
+// NOTE: measured on H200 (gemm_bench --set m_sweep --layout both, twice at the dispatch and
+// twice with --split stream, one call): stream-K recovers the idle part of a last wave only where
+// a tile's work dwarfs the exchange of its FP32 partial (about 6 us per 128x256 tile through L2,
+// measured with no loads and no epilogue: 57.7 -> 63.3 us at 368 x 14336 x 4096) and where the
+// weight panel one tile reads is read by no other tile at another time (one tile along M: with
+// two, the two tiles of a panel are split at different K offsets and the panel is read twice;
+// e.g. 14336 x 4096 at M = 272-480, 1.70 waves: 0.91-0.98 of the dispatch). Over 28672 x 8192
+// (224 one-tile columns on 132 SMs, 1.70 waves) it took M = 176-240 (swap-AB, one tile) 1.5-4.9%
+// faster and M = 256 (128x256 in 2-CTA clusters) 5.7-6.2%, both layouts; M = 144 and 160, whose
+// tiles hold less work, ran 0-1.7% slower. Below half a wave of idle SMs the tail split
+// (PlanTailSplit) keeps the tail: stream-K was slower than it on every such row.
+bool StreamKRule(const ShapeQuery& q, const TileConfig& cfg, int sm_count) {
+  if (q.batch > 1 || q.tiles_hint != 0 || cfg.tail_splits != 0) return false;
+  // Rows of M and columns of N one CTA's tile covers, and the CTAs of a cluster along M.
+  const int64_t cta_rows = cfg.swap_ab ? cfg.block_n : cfg.block_m;
+  const int64_t cta_cols = cfg.swap_ab ? cfg.block_m : cfg.block_n;
+  const int64_t along_m = cfg.swap_ab ? 1 : cfg.cluster_m;
+  if (q.m > cta_rows * along_m) return false;  // one cluster tile along M
+  const int64_t tiles = CeilDiv(q.n, cta_cols * (cfg.swap_ab ? cfg.cluster_m : 1));
+  const int64_t slots = sm_count / cfg.cluster_m;
+  const int64_t tail = tiles % slots;
+  if (tiles <= slots || tiles >= 2 * slots || 2 * tail < slots || 4 * tail > 3 * slots) {
+    return false;  // one whole wave, then a tail of half to three quarters of one
+  }
+  const int64_t useful_rows = std::min(q.m, cta_rows * along_m) / along_m;
+  return useful_rows * cta_cols * q.k >= kStreamKMinTileMacs;
+}
+
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   sm_count = std::max(sm_count, 2);
-  TileConfig swap;
-  if (SwapRule(q, sm_count, smem_limit, &swap)) return swap;
-  return ChoosePlainConfig(q, sm_count, smem_limit);
+  TileConfig cfg;
+  if (!SwapRule(q, sm_count, smem_limit, &cfg)) cfg = ChoosePlainConfig(q, sm_count, smem_limit);
+  if (StreamKRule(q, cfg, sm_count)) cfg.tail_splits = kStreamKSplits;
+  return cfg;
 }
 
 // The choice among the non-swapped tiles: the decode tiles, the measured rules, else the

@@ -17,7 +17,8 @@ struct TileConfig {
   int cluster_m = 2;     // CTAs per cluster along M sharing (multicasting) the B tile: 1 or 2
   int group_m = 16;      // L2 grouping: clusters along M visited before moving along N
   int tail_splits = 0;   // K pieces per tile of the last, partial wave (sm90_split.h): 0 lets
-                         // PlanTailSplit derive them from the idle SMs; 1 never splits
+                         // PlanTailSplit derive them from the idle SMs; 1 never splits;
+                         // kStreamKSplits (-1) shares that wave out as stream-K
   bool swap_ab = false;  // B [N,K] runs as the kernel's A: block_m rows of N (128) by block_n
                          // rows of M (one of kSwapWidths); clusters pair tiles along N
 };
@@ -81,8 +82,18 @@ std::span<const ShapeRule> ShapeRules();
 const ShapeRule* MatchShapeRule(std::span<const ShapeRule> rules, const ShapeQuery& q,
                                 int sm_count);
 
+// Multiply-adds one CTA's tile must hold (useful rows x columns x K) for stream-K to pay for its
+// partial exchange: 176 x 128 x 8192, the smallest measured to gain (StreamKRule).
+inline constexpr int64_t kStreamKMinTileMacs = int64_t{176} * 128 * 8192;
+
+// Whether a single problem under `cfg` (as chosen) runs its last wave as stream-K
+// (TileConfig::tail_splits = kStreamKSplits): one cluster tile along M, one whole wave of tiles
+// along N and then half to three quarters of another, and at least kStreamKMinTileMacs per tile.
+bool StreamKRule(const ShapeQuery& q, const TileConfig& cfg, int sm_count);
+
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
-// opt-in shared memory per block: SwapRule's where it applies, else ChoosePlainConfig's.
+// opt-in shared memory per block: SwapRule's where it applies, else ChoosePlainConfig's; then
+// stream-K where StreamKRule says.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);
 
 // The choice among the tiles that are not swapped: the decode tiles (M <= kWideDecodeMaxRows),

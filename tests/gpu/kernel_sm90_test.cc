@@ -19,6 +19,7 @@
 #include "kernel_test_device.h"
 #include "kernel_test_util.h"
 #include "sm90/sm90_gemm.h"
+#include "sm90/sm90_split.h"
 
 namespace gemm::kernel {
 namespace {
@@ -409,6 +410,45 @@ TEST(Sm90SplitK, ForcedFactorsMatchCublasLt) {
                                             << cluster << " splits " << splits);
           CheckSplitRuns(cs, absl::StrCat("split_k=", splits));
         }
+      }
+    }
+  }
+  sm90::ClearTuningOverride();
+}
+
+// The heuristics' stream-K launches (StreamKRule: one tile along M, 1.70 waves of tiles along
+// N = 28672), swap-AB and plain, FP32 with beta, both layouts, on a reused garbage workspace.
+TEST(Sm90StreamK, MatchesCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const Case cases[] = {{192, 28672, 8192},
+                        {240, 28672, 8192, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
+                        {256, 28672, 8192, 1, BLayout::kNK, DType::kBF16, 1.0f, -1.0f}};
+  for (const Case& cs : cases) CheckSplitRuns(cs, "stream_k");
+}
+
+// Stream-K over the last partial wave (TileConfig::tail_splits = kStreamKSplits through the
+// tuning hook) with every plain tile, three swap-AB widths and both cluster sizes: few tiles with
+// a long K (each tile shared by about ten clusters, whose owner adds their partials), and a
+// batched shape with M, N and K off the tiles and a tail of 12-120 tiles over one to three
+// shares each; FP32 with beta, both layouts.
+TEST(Sm90StreamK, EveryTileMatchesCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const Case cases[] = {{272, 1024, 8192},
+                        {272, 1024, 8192, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
+                        {1000, 3000, 2100, 2, BLayout::kNK, DType::kBF16, 1.0f, -1.0f}};
+  const int tiles[][3] = {// block_m, block_n, swap-AB
+                          {128, 256, 0}, {256, 128, 0}, {128, 128, 0}, {64, 256, 0},
+                          {64, 128, 0},  {128, 144, 1}, {128, 208, 1}, {128, 240, 1}};
+  for (const auto& tile : tiles) {
+    for (int cluster : {1, 2}) {
+      sm90::TuningOverride o;
+      o.block_m = tile[0], o.block_n = tile[1], o.swap_ab = tile[2] ? 1 : -1;
+      o.cluster_m = cluster, o.tail_splits = sm90::kStreamKSplits;
+      sm90::SetTuningOverride(o);
+      for (const Case& cs : cases) {
+        SCOPED_TRACE(::testing::Message() << (tile[2] ? "swap " : "") << "tile " << tile[0] << "x"
+                                          << tile[1] << " cluster " << cluster);
+        CheckSplitRuns(cs, "stream_k");
       }
     }
   }

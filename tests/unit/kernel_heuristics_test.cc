@@ -333,6 +333,43 @@ TEST(HeuristicsSm90, SwapTilesOnlyWhereTheyApply) {
   EXPECT_EQ(three.cluster_m, 1);
 }
 
+// Stream-K only where it measured faster: one tile along M, a wave and 0.5-0.75 of another, and
+// tiles that hold kStreamKMinTileMacs or more.
+TEST(HeuristicsSm90, StreamKWhereOneLongTileColumnLeavesHalfAWaveIdle) {
+  ShapeQuery q;
+  q.n = 28672, q.k = 8192;
+  for (bool kn : {false, true}) {
+    q.b_kn = kn;
+    for (int64_t m : {176, 192, 208, 240, 256}) {
+      q.m = m;
+      const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+      EXPECT_EQ(cfg.tail_splits, kStreamKSplits) << "M " << m;
+    }
+  }
+  q.b_kn = false;
+  q.m = 256;
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);  // 128x256 in 2-CTA clusters
+  EXPECT_EQ(ChooseConfig(q, kH100Sms, kSmemOptin).cluster_m, 2);
+  const struct {
+    int64_t m, n, k, batch;
+    const char* why;
+  } keep[] = {{160, 28672, 8192, 1, "a tile under kStreamKMinTileMacs"},
+              {192, 28672, 6144, 1, "a shorter K"},
+              {368, 14336, 4096, 1, "two tiles along M read one weight panel"},
+              {192, 8192, 28672, 1, "less than a wave: the tail split"},
+              {192, 14336, 8192, 1, "less than a wave (112 tiles)"},
+              {192, 32768, 8192, 1, "a tail of 0.94 of a wave"},
+              {192, 28672, 8192, 2, "a batch"},
+              {96, 28672, 8192, 1, "decode-like rows"},
+              {4096, 28672, 8192, 1, "many tiles along M"}};
+  for (const auto& c : keep) {
+    q.m = c.m, q.n = c.n, q.k = c.k, q.batch = c.batch;
+    EXPECT_NE(ChooseConfig(q, kH100Sms, kSmemOptin).tail_splits, kStreamKSplits) << c.why;
+  }
+  q.m = 192, q.n = 28672, q.k = 8192, q.batch = 1, q.tiles_hint = 100;
+  EXPECT_NE(ChooseConfig(q, kH100Sms, kSmemOptin).tail_splits, kStreamKSplits) << "a group";
+}
+
 TEST(HeuristicsSm90, ShapeRulesNameCompiledLaunches) {
   ASSERT_FALSE(ShapeRules().empty());
   for (const ShapeRule& r : ShapeRules()) {

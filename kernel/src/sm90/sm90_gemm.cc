@@ -107,7 +107,7 @@ TileConfig ApplyOverride(TileConfig cfg, const DeviceLimits& limits, int* debug_
   if (g_override.stages > 0) cfg.stages = g_override.stages;
   if (g_override.cluster_m > 0) cfg.cluster_m = g_override.cluster_m;
   if (g_override.group_m > 0) cfg.group_m = g_override.group_m;
-  if (g_override.tail_splits > 0) cfg.tail_splits = g_override.tail_splits;
+  if (g_override.tail_splits != 0) cfg.tail_splits = g_override.tail_splits;
   if (g_override.swap_ab != 0) cfg.swap_ab = g_override.swap_ab > 0;
   *debug_flags = g_override.debug_flags;
   t_promotion = (*debug_flags & 16)    ? CU_TENSOR_MAP_L2_PROMOTION_NONE
@@ -336,7 +336,8 @@ cudaError_t PlanFor(KernelParams<P>& params, const TileConfig& cfg, DType d, BLa
   t_last_launch = absl::StrCat(cfg.swap_ab ? "swap_ab " : "", "tile=", cfg.block_m, "x",
                                cfg.block_n, " stages=", cfg.stages, " cluster_m=", cfg.cluster_m,
                                " group_m=", cfg.group_m, " grid=", shape->grid,
-                               shape->splits > 1 ? absl::StrCat(" split_k=", shape->splits) : "");
+                               shape->splits > 1 ? absl::StrCat(" split_k=", shape->splits) : "",
+                               shape->stream_k ? " stream_k" : "");
   return err;
 }
 
@@ -355,6 +356,9 @@ void FinishParams(const TileConfig& cfg, int num_problems, int64_t batch, Kernel
   params->dp_tiles = begin;
   params->tail_tiles = 0;
   params->splits = 1;
+  params->sk_clusters = 0;
+  params->sk_units = 0;
+  params->sk_k_blocks = 0;
   params->a_clip = 0;
   params->num_problems = num_problems;
   params->group_m = cfg.group_m;
@@ -478,9 +482,9 @@ int64_t ClusterTiles(const Problem& user, const TileConfig& cfg) {
   return (p.m + cluster_rows - 1) / cluster_rows * ((p.n + cfg.block_n - 1) / cfg.block_n);
 }
 
-// Workspace bytes the tail split of a launch of `tiles` cluster tiles whose shortest K is `k`
-// can use under `cfg`.
-int64_t SplitBytesFor(int64_t tiles, int64_t k, const TileConfig& cfg, int sm_count) {
+// Workspace bytes the tail split or stream-K of a launch of `tiles` cluster tiles whose shortest
+// K is `k` can use under `cfg` (`one_k`: every tile has that K).
+int64_t SplitBytesFor(int64_t tiles, int64_t k, bool one_k, const TileConfig& cfg, int sm_count) {
   const int64_t k_blocks = (k + cfg.block_k - 1) / cfg.block_k;
   // NOTE: the launch plans over the clusters that are resident together, which the occupancy
   // query may put below sm_count / cluster_m: size for the plan of any slot count down to half
@@ -488,9 +492,9 @@ int64_t SplitBytesFor(int64_t tiles, int64_t k, const TileConfig& cfg, int sm_co
   const int64_t slots = sm_count / cfg.cluster_m;
   int64_t bytes = 0;
   for (int64_t s = slots / 2; s <= slots; ++s) {
-    bytes =
-        std::max(bytes, SplitWorkspaceBytes(PlanLaunchSplit(tiles, k_blocks, s, cfg.tail_splits),
-                                            cfg.cluster_m, cfg.block_m, cfg.block_n));
+    bytes = std::max(
+        bytes, SplitWorkspaceBytes(PlanLaunchSplit(tiles, k_blocks, s, cfg.tail_splits, one_k),
+                                   cfg.cluster_m, cfg.block_m, cfg.block_n));
   }
   return bytes;
 }
@@ -504,7 +508,8 @@ std::size_t WorkspaceBytes(const StridedBatch& args) {
   auto cfg = ConfigFor(args, *limits, &debug_flags);
   if (!cfg.ok()) return 0;
   const int64_t tiles = ClusterTiles(args.problem, *cfg) * std::max<int64_t>(args.batch, 1);
-  return static_cast<std::size_t>(SplitBytesFor(tiles, args.problem.k, *cfg, limits->sm_count));
+  return static_cast<std::size_t>(
+      SplitBytesFor(tiles, args.problem.k, true, *cfg, limits->sm_count));
 }
 
 std::size_t WorkspaceBytes(std::span<const Problem> group) {
@@ -525,7 +530,7 @@ std::size_t WorkspaceBytes(std::span<const Problem> group) {
       tiles += ClusterTiles(p, *cfg);
       k = std::min(k, p.k);
     }
-    bytes = std::max(bytes, SplitBytesFor(tiles, k, *cfg, limits->sm_count));
+    bytes = std::max(bytes, SplitBytesFor(tiles, k, count == 1, *cfg, limits->sm_count));
   }
   return static_cast<std::size_t>(bytes);
 }

@@ -41,18 +41,20 @@ absl::Status Gemm(const StridedBatch& args, cudaStream_t stream, const LaunchOpt
 absl::Status GemmGrouped(std::span<const Problem> group, cudaStream_t stream,
                          const LaunchOptions& opts);
 
-// Workspace the calls above need, in bytes (none: descriptors travel as kernel parameters).
+// Workspace the calls above need, in bytes: the partial tiles of a tail split or stream-K (the
+// descriptors travel as kernel parameters).
 std::size_t WorkspaceBytes(const StridedBatch& args);
 std::size_t WorkspaceBytes(std::span<const Problem> group);
 
-// Tuning hook for benchmarks and timing experiments: fields > 0 replace the heuristics' choice
-// (and debug_flags, see sm90_params.h, is passed to the kernel). Process-wide; not for
-// production paths. ClearTuningOverride() restores the heuristics.
+// Tuning hook for benchmarks and timing experiments: fields > 0 (tail_splits: != 0) replace the
+// heuristics' choice (and debug_flags, see sm90_params.h, is passed to the kernel). Process-wide;
+// not for production paths. ClearTuningOverride() restores the heuristics.
 struct TuningOverride {
   int block_n = 0, stages = 0, cluster_m = 0, group_m = 0;
   int debug_flags = 0;
   int block_m = 0;
-  int tail_splits = 0;  // K pieces per tile of the last partial wave (TileConfig::tail_splits)
+  int tail_splits = 0;  // K pieces per tile of the last partial wave, or -1 for stream-K
+                        // (TileConfig::tail_splits)
   int swap_ab = 0;      // 1: swap-AB tiles (TileConfig::swap_ab), -1: never, 0: as
                         // chosen
 };

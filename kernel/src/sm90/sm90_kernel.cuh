@@ -31,9 +31,10 @@
 // so the tile is 128 rows of N by BN (144-240) rows of M and the epilogue stores the accumulators
 // transposed (sm90_swap_epilogue.cuh); C is read transposed too. B [K,N] is then an MN-major A
 // (loaded in 64-column boxes, read with wgmma's A-transpose bit).
-// Tail split-K (sm90_split.h): units of the last wave may cover a K range of a tile; non-owner
-// units store FP32 partials to the workspace and publish a flag (release), the owner waits for
-// the flags (acquire), adds the partials into its accumulators and runs the epilogue.
+// Tail split-K and stream-K (sm90_split.h): units of the last wave may cover a K range of a
+// tile; non-owner units store FP32 partials to the workspace and publish a flag (release), the
+// owner waits for the flags (acquire), adds the partials into its accumulators and runs the
+// epilogue.
 #pragma once
 
 #include <cuda.h>
@@ -102,25 +103,31 @@ __global__ void __launch_bounds__(kThreads, 1)
 
   // Work units (whole cluster tiles, then the tail's K pieces), 32-bit: the launcher keeps their
   // count below kMaxTiles.
-  const SplitPlan plan{params.dp_tiles, params.tail_tiles, params.splits};
+  const SplitPlan plan{params.dp_tiles,    params.tail_tiles, params.splits,
+                       params.sk_clusters, params.sk_units,   params.sk_k_blocks};
   const int32_t units = static_cast<int32_t>(TotalUnits(plan));
   const int32_t step = static_cast<int32_t>(gridDim.x / cs);  // clusters in the grid
   const int32_t first_unit = static_cast<int32_t>(blockIdx.x / cs);
-  // One work unit: its tile, K piece and range of k-blocks.
+  // One work unit: its tile, range of k-blocks and partial exchange. Compact: the consumers hold
+  // the next unit in registers across a unit's k-loop.
   struct Unit {
-    UnitWork w;
     TileCoord tc;
     int32_t kb_begin, kb_end;
+    int32_t write_group;  // slot group of the partial this unit writes; -1: it stores the tile
+    int32_t read_first;   // slot groups [read_first, read_first + read_count) it adds first
+    int32_t read_count;
   };
   // NOTE: single-problem launches (P == 1) index their problem with a constant, so its fields are
   // read as constant-bank operands instead of by register-indexed loads on each unit's path.
   auto prob = [](int32_t p) { return P == 1 ? 0 : p; };
   auto decode = [&](int32_t u) {
     Unit x;
-    x.w = DecodeUnit(u, plan);
-    x.tc = DecodeTile(x.w.tile, params.problems, P == 1 ? 1 : params.num_problems, params.group_m);
-    SplitKRange(x.w, plan, (params.problems[prob(x.tc.problem)].k + kBlockK - 1) / kBlockK,
+    const UnitWork w = DecodeUnit(u, plan);
+    x.tc = DecodeTile(w.tile, params.problems, P == 1 ? 1 : params.num_problems, params.group_m);
+    SplitKRange(w, plan, (params.problems[prob(x.tc.problem)].k + kBlockK - 1) / kBlockK,
                 &x.kb_begin, &x.kb_end);
+    x.write_group = IsOwner(w, plan) ? -1 : WriteGroup(w, plan);
+    ReadGroups(w, plan, &x.read_first, &x.read_count);
     return x;
   };
   // The producer's record of its next unit (shared memory: see the producer).
@@ -367,8 +374,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (first_unit < units) cur = decode(first_unit);
     for (int32_t u = first_unit; u < units; u += step, cur = next) {
       const bool have_next = u + step < units;
+      if (cur.kb_begin >= cur.kb_end) {  // past the end of a stream-K share: nothing to do
+        if (have_next) next = decode(u + step);
+        continue;
+      }
       bool decoded = false;
-      const UnitWork& w = cur.w;
       const TileCoord& tc = cur.tc;
       const ProblemParams& pp = params.problems[prob(tc.problem)];
       const int32_t kb_begin = cur.kb_begin, kb_end = cur.kb_end;
@@ -422,26 +432,27 @@ __global__ void __launch_bounds__(kThreads, 1)
       // stores have read it; the producer refills it after that.
       // (Timing only: with kDebugSkipSplitExchange every piece stores its partial as the tile.)
       const bool skip_exchange = (params.debug_flags & kDebugSkipSplitExchange) != 0;
-      const bool hold = kEpiInSlot && (skip_exchange || IsOwner(w, plan));
+      const bool hold = kEpiInSlot && (skip_exchange || cur.write_group < 0);
       if (!hold) release(prev_stage);
       if (!decoded && have_next) next = decode(u + step);
 
       const int m_wg =
           (tc.m_cluster * cs + static_cast<int>(rank)) * BM + (kSplitN ? 0 : wgi * kWgRows);
-      if (w.split >= 0 && !skip_exchange) {
+      if ((cur.write_group >= 0 || cur.read_count > 0) && !skip_exchange) {
         // ---------------- split-K exchange (both consumer warpgroups) ----------------
         // Partial tiles are stored in accumulator-fragment order, float4-interleaved over the
         // 256 consumer threads: coalesced, and the owner's threads read their own fragments.
         const int ctid = tid - 128;
         constexpr int64_t kSlotVec = int64_t{BM} * BN / 4;  // float4s per slot
-        auto slot_ptr = [&](int32_t split) {
+        auto slot_ptr = [&](int32_t group) {
           return reinterpret_cast<float4*>(params.partials) +
-                 PartialSlot(w.tail_index, split, plan, static_cast<int>(rank), cs) * kSlotVec;
+                 PartialSlot(group, static_cast<int>(rank), cs) * kSlotVec;
         };
         // Fragments of rows past M are neither written nor read (decode shapes: most rows).
         auto rows_live = [&](int h) { return m_wg + h * 64 + warp * 16 < pp.m; };
-        if (!IsOwner(w, plan)) {
-          float4* dst = slot_ptr(w.split);
+        if (cur.write_group >= 0) {
+          const int32_t group = cur.write_group;
+          float4* dst = slot_ptr(group);
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
             if (!rows_live(h)) continue;
@@ -454,16 +465,15 @@ __global__ void __launch_bounds__(kThreads, 1)
           NamedBarrierSync(1, 256);  // every consumer thread's partial is written
           if (ctid == 0) {
             __threadfence();
-            StoreReleaseGpu(
-                params.flags + PartialSlot(w.tail_index, w.split, plan, static_cast<int>(rank), cs),
-                params.epoch);
+            StoreReleaseGpu(params.flags + PartialSlot(group, static_cast<int>(rank), cs),
+                            params.epoch);
           }
           continue;  // the owner stores the tile
         }
+        const int32_t first = cur.read_first, count = cur.read_count;
         if (ctid == 0) {
-          for (int32_t s = 0; s + 1 < plan.splits; ++s) {
-            const uint32_t* f =
-                params.flags + PartialSlot(w.tail_index, s, plan, static_cast<int>(rank), cs);
+          for (int32_t s = 0; s < count; ++s) {
+            const uint32_t* f = params.flags + PartialSlot(first + s, static_cast<int>(rank), cs);
             while (LoadAcquireGpu(f) != params.epoch) __nanosleep(128);
           }
         }
@@ -472,12 +482,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         // before adding, so twice the loads are in flight: the owner's reads are latency-bound.
         constexpr int kVec = kWgCols / 8;  // float4s per m64 half and thread
         constexpr int kAtOnce = kHalves * kVec <= 16 ? 2 : 1;
-        for (int32_t s = 0; s + 1 < plan.splits; s += kAtOnce) {
+        for (int32_t s = 0; s < count; s += kAtOnce) {
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
             if (!rows_live(h)) continue;
             if constexpr (kAtOnce == 1) {
-              const float4* src = slot_ptr(s) + h * kVec * 256 + ctid;
+              const float4* src = slot_ptr(first + s) + h * kVec * 256 + ctid;
 #pragma unroll
               for (int i = 0; i < kVec; ++i) {
                 const float4 v = __ldcg(src + i * 256);
@@ -490,8 +500,8 @@ __global__ void __launch_bounds__(kThreads, 1)
               float4 v[kAtOnce][kVec];
 #pragma unroll
               for (int j = 0; j < kAtOnce; ++j) {
-                const bool have = s + j + 1 < plan.splits;
-                const float4* src = slot_ptr(have ? s + j : s) + h * kVec * 256 + ctid;
+                const bool have = s + j < count;
+                const float4* src = slot_ptr(first + (have ? s + j : s)) + h * kVec * 256 + ctid;
 #pragma unroll
                 for (int i = 0; i < kVec; ++i) {
                   v[j][i] = have ? __ldcg(src + i * 256) : make_float4(0.f, 0.f, 0.f, 0.f);

@@ -41,6 +41,7 @@ cudaError_t PlanSm90(KernelParams<P>& params, int sm_count, const SplitWorkspace
   shape->smem = smem;
   shape->cluster = cs;
   shape->splits = 1;
+  shape->stream_k = false;
 
   // Clusters that can be resident at once (cached per device and cluster size; the smem use of
   // every configuration leaves room for one CTA per SM).
@@ -63,7 +64,8 @@ cudaError_t PlanSm90(KernelParams<P>& params, int sm_count, const SplitWorkspace
     max_clusters = std::min(max_clusters, cached);
   }
   int64_t units = params.total_tiles;  // split fields: no split (FinishParams)
-  // Tail split-K over the clusters that are resident together. A grouped launch plans with its
+  // Tail split-K or stream-K over the clusters that are resident together (stream-K's shares
+  // are one per cluster of the grid below). A grouped launch plans with its
   // shortest member's K, so that every piece of every tail tile gets kMinSplitKBlocks or more
   // (each unit splits its own member's K).
   if (ws.ptr != nullptr && !(params.debug_flags & kDebugNoSplit)) {
@@ -71,17 +73,22 @@ cudaError_t PlanSm90(KernelParams<P>& params, int sm_count, const SplitWorkspace
     for (int i = 1; i < params.num_problems; ++i) {
       k = std::min<int64_t>(k, params.problems[i].k);
     }
-    const SplitPlan plan = PlanLaunchSplit(params.total_tiles, (k + kBlockK - 1) / kBlockK,
-                                           max_clusters, ws.forced_splits);
-    if (plan.splits > 1 && TotalUnits(plan) < kMaxTiles &&
+    const SplitPlan plan =
+        PlanLaunchSplit(params.total_tiles, (k + kBlockK - 1) / kBlockK, max_clusters,
+                        ws.forced_splits, params.num_problems == 1);
+    if (Exchanges(plan) && TotalUnits(plan) < kMaxTiles &&
         SplitWorkspaceBytes(plan, cs, BM, BN) <= static_cast<int64_t>(ws.bytes)) {
       params.dp_tiles = plan.dp_tiles;
       params.tail_tiles = plan.tail_tiles;
       params.splits = plan.splits;
+      params.sk_clusters = plan.sk_clusters;
+      params.sk_units = plan.sk_units;
+      params.sk_k_blocks = plan.k_blocks;
       params.flags = static_cast<uint32_t*>(ws.ptr);
       params.partials =
           reinterpret_cast<float*>(static_cast<char*>(ws.ptr) + SplitFlagBytes(plan, cs));
       shape->splits = plan.splits;
+      shape->stream_k = IsStreamK(plan);
       units = TotalUnits(plan);
     }
   }

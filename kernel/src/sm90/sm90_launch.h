@@ -15,7 +15,7 @@ namespace gemm::kernel::sm90 {
 struct SplitWorkspace {
   void* ptr = nullptr;
   std::size_t bytes = 0;
-  int32_t forced_splits = 0;  // TileConfig::tail_splits (0: PlanTailSplit decides)
+  int32_t forced_splits = 0;  // TileConfig::tail_splits (0: PlanTailSplit decides; -1: stream-K)
 };
 
 // A value for KernelParams::epoch, distinct for every launch in this process (so a workspace
@@ -31,6 +31,7 @@ struct LaunchShape {
   int smem = 0;                  // dynamic shared memory bytes
   int cluster = 1;               // CTAs per cluster (along M)
   int splits = 1;                // K pieces per tile of the last partial wave
+  bool stream_k = false;         // the last partial wave is shared out as stream-K
 };
 
 // Plans a launch of Sm90GemmKernel<BM, BN, kF32Out, kBKN, P, kSwap> over `params` (stages and

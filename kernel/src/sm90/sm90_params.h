@@ -54,10 +54,14 @@ struct KernelParams {
   int32_t cluster_m;     // 1 or 2 CTAs per cluster along M (B multicast)
   int32_t debug_flags;   // kDebug* bits; 0 in production (timing experiments only)
   int32_t a_clip;        // 1: A loads stop at M (tma_a_tail; ClipALoads), else whole boxes
-  // Tail split-K (sm90_split.h); dp_tiles == total_tiles and splits == 1 when off.
+  // Tail split-K or stream-K (sm90_split.h's SplitPlan); dp_tiles == total_tiles, splits == 1
+  // and sk_clusters == 0 when off.
   int64_t dp_tiles;
   int64_t tail_tiles;
   int32_t splits;
+  int32_t sk_clusters;
+  int32_t sk_units;
+  int32_t sk_k_blocks;
   uint32_t epoch;   // value the flags of this launch are set to (never 0)
   uint32_t* flags;  // one per partial slot, in the caller's workspace
   float* partials;  // block_m * block_n floats per slot, after the flags
