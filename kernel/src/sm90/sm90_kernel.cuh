@@ -108,14 +108,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int32_t units = static_cast<int32_t>(TotalUnits(plan));
   const int32_t step = static_cast<int32_t>(gridDim.x / cs);  // clusters in the grid
   const int32_t first_unit = static_cast<int32_t>(blockIdx.x / cs);
-  // One work unit: its tile, range of k-blocks and partial exchange. Compact: the consumers hold
-  // the next unit in registers across a unit's k-loop.
+  // One work unit: its tile, range of k-blocks and partial exchange. The consumers decode the
+  // next unit while the current one's first wgmmas run, so none of this is on a unit's path.
   struct Unit {
     TileCoord tc;
     int32_t kb_begin, kb_end;
-    int32_t write_group;  // slot group of the partial this unit writes; -1: it stores the tile
-    int32_t read_first;   // slot groups [read_first, read_first + read_count) it adds first
-    int32_t read_count;
+    // Its partial exchange: with `groups` -1 it writes its partial to slot group `group`; with
+    // `groups` > 0 it adds slot groups [group, group + groups) and stores the tile; 0: a whole
+    // tile. (Two registers: a third made the 256x128 consumers spill.)
+    int32_t group;
+    int32_t groups;
   };
   // NOTE: single-problem launches (P == 1) index their problem with a constant, so its fields are
   // read as constant-bank operands instead of by register-indexed loads on each unit's path.
@@ -126,8 +128,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     x.tc = DecodeTile(w.tile, params.problems, P == 1 ? 1 : params.num_problems, params.group_m);
     SplitKRange(w, plan, (params.problems[prob(x.tc.problem)].k + kBlockK - 1) / kBlockK,
                 &x.kb_begin, &x.kb_end);
-    x.write_group = IsOwner(w, plan) ? -1 : WriteGroup(w, plan);
-    ReadGroups(w, plan, &x.read_first, &x.read_count);
+    ReadGroups(w, plan, &x.group, &x.groups);
+    if (!IsOwner(w, plan)) x.group = WriteGroup(w, plan), x.groups = -1;
     return x;
   };
   // The producer's record of its next unit (shared memory: see the producer).
@@ -432,13 +434,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       // stores have read it; the producer refills it after that.
       // (Timing only: with kDebugSkipSplitExchange every piece stores its partial as the tile.)
       const bool skip_exchange = (params.debug_flags & kDebugSkipSplitExchange) != 0;
-      const bool hold = kEpiInSlot && (skip_exchange || cur.write_group < 0);
+      const bool hold = kEpiInSlot && (skip_exchange || cur.groups >= 0);
       if (!hold) release(prev_stage);
       if (!decoded && have_next) next = decode(u + step);
 
       const int m_wg =
           (tc.m_cluster * cs + static_cast<int>(rank)) * BM + (kSplitN ? 0 : wgi * kWgRows);
-      if ((cur.write_group >= 0 || cur.read_count > 0) && !skip_exchange) {
+      if (cur.groups != 0 && !skip_exchange) {
         // ---------------- split-K exchange (both consumer warpgroups) ----------------
         // Partial tiles are stored in accumulator-fragment order, float4-interleaved over the
         // 256 consumer threads: coalesced, and the owner's threads read their own fragments.
@@ -450,8 +452,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         };
         // Fragments of rows past M are neither written nor read (decode shapes: most rows).
         auto rows_live = [&](int h) { return m_wg + h * 64 + warp * 16 < pp.m; };
-        if (cur.write_group >= 0) {
-          const int32_t group = cur.write_group;
+        if (cur.groups < 0) {
+          const int32_t group = cur.group;
           float4* dst = slot_ptr(group);
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
@@ -470,10 +472,11 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
           continue;  // the owner stores the tile
         }
-        const int32_t first = cur.read_first, count = cur.read_count;
+        // Slot groups [first, end), walked by group: two live values beside the owner's loads.
+        const int32_t first = cur.group, end = first + cur.groups;
         if (ctid == 0) {
-          for (int32_t s = 0; s < count; ++s) {
-            const uint32_t* f = params.flags + PartialSlot(first + s, static_cast<int>(rank), cs);
+          for (int32_t g = first; g < end; ++g) {
+            const uint32_t* f = params.flags + PartialSlot(g, static_cast<int>(rank), cs);
             while (LoadAcquireGpu(f) != params.epoch) __nanosleep(128);
           }
         }
@@ -482,12 +485,12 @@ __global__ void __launch_bounds__(kThreads, 1)
         // before adding, so twice the loads are in flight: the owner's reads are latency-bound.
         constexpr int kVec = kWgCols / 8;  // float4s per m64 half and thread
         constexpr int kAtOnce = kHalves * kVec <= 16 ? 2 : 1;
-        for (int32_t s = 0; s < count; s += kAtOnce) {
+        for (int32_t g = first; g < end; g += kAtOnce) {
 #pragma unroll
           for (int h = 0; h < kHalves; ++h) {
             if (!rows_live(h)) continue;
             if constexpr (kAtOnce == 1) {
-              const float4* src = slot_ptr(first + s) + h * kVec * 256 + ctid;
+              const float4* src = slot_ptr(g) + h * kVec * 256 + ctid;
 #pragma unroll
               for (int i = 0; i < kVec; ++i) {
                 const float4 v = __ldcg(src + i * 256);
@@ -500,8 +503,8 @@ __global__ void __launch_bounds__(kThreads, 1)
               float4 v[kAtOnce][kVec];
 #pragma unroll
               for (int j = 0; j < kAtOnce; ++j) {
-                const bool have = s + j < count;
-                const float4* src = slot_ptr(first + (have ? s + j : s)) + h * kVec * 256 + ctid;
+                const bool have = g + j < end;
+                const float4* src = slot_ptr(have ? g + j : g) + h * kVec * 256 + ctid;
 #pragma unroll
                 for (int i = 0; i < kVec; ++i) {
                   v[j][i] = have ? __ldcg(src + i * 256) : make_float4(0.f, 0.f, 0.f, 0.f);
