@@ -245,14 +245,15 @@ bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg
 }
 
 // NOTE: measured on H200 (gemm_bench --set m_sweep --layout both, twice at the dispatch and
-// twice with --split stream, one call): stream-K recovers the idle part of a last wave only where
+// twice with --split stream, one call; then the chosen rows against the kernel before stream-K,
+// twice in another): stream-K recovers the idle part of a last wave only where
 // a tile's work dwarfs the exchange of its FP32 partial (about 6 us per 128x256 tile through L2,
 // measured with no loads and no epilogue: 57.7 -> 63.3 us at 368 x 14336 x 4096) and where the
 // weight panel one tile reads is read by no other tile at another time (one tile along M: with
 // two, the two tiles of a panel are split at different K offsets and the panel is read twice;
 // e.g. 14336 x 4096 at M = 272-480, 1.70 waves: 0.91-0.98 of the dispatch). Over 28672 x 8192
 // (224 one-tile columns on 132 SMs, 1.70 waves) it took M = 176-240 (swap-AB, one tile) 1.5-4.9%
-// faster and M = 256 (128x256 in 2-CTA clusters) 5.7-6.2%, both layouts; M = 144 and 160, whose
+// faster and M = 256 (128x256 in 2-CTA clusters) 5.5-6.2%, both layouts; M = 144 and 160, whose
 // tiles hold less work, ran 0-1.7% slower. Below half a wave of idle SMs the tail split
 // (PlanTailSplit) keeps the tail: stream-K was slower than it on every such row.
 bool StreamKRule(const ShapeQuery& q, const TileConfig& cfg, int sm_count) {
@@ -268,8 +269,7 @@ bool StreamKRule(const ShapeQuery& q, const TileConfig& cfg, int sm_count) {
   if (tiles <= slots || tiles >= 2 * slots || 2 * tail < slots || 4 * tail > 3 * slots) {
     return false;  // one whole wave, then a tail of half to three quarters of one
   }
-  const int64_t useful_rows = std::min(q.m, cta_rows * along_m) / along_m;
-  return useful_rows * cta_cols * q.k >= kStreamKMinTileMacs;
+  return CeilDiv(q.m, along_m) * cta_cols * q.k >= kStreamKMinTileMacs;  // one CTA's useful work
 }
 
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
