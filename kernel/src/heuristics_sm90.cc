@@ -1,8 +1,9 @@
 // SM90 launch-configuration heuristics: the swap-AB tiles in their measured bands (SwapRule), the
 // decode tiles for one row of 64-row tiles, then the measured rules for bands of single-problem
 // shapes (kShapeRules), else estimate the time of each candidate as (waves of cluster tiles over
-// the SMs) x (cost of one tile) and keep the cheapest; then stream-K for the last wave where it
-// measured faster (StreamKRule).
+// the SMs) x (cost of one tile) and keep the cheapest, swapped above the bands where that launch
+// is weak (LargeMSwapRule); then stream-K for the last wave where it measured faster
+// (StreamKRule).
 #include "heuristics_sm90.h"
 
 #include <algorithm>
@@ -28,11 +29,42 @@ constexpr int64_t kShortK = 8192;
 // Measured within noise of 128x256 on H200 (Sm90Perf.Variants, 4 shapes); ties go to 128x256.
 constexpr double kTallTileCost = 1.0;
 
+constexpr double kClusterCredit = 0.99;
+
 double TileCost(const TileConfig& cfg, double waves, int64_t k) {
   double cost = cfg.block_m * cfg.block_n == 128 * 128 ? 1.3 : 2.0;
   if (cfg.block_m == 256) cost *= kTallTileCost;
-  if (cfg.cluster_m == 2) cost *= waves <= 1 && k <= kShortK ? 1.01 : 0.99;
+  if (cfg.cluster_m == 2) cost *= waves <= 1 && k <= kShortK ? 1.01 : kClusterCredit;
   return cost;
+}
+
+// Cluster tiles of the plain tile `cfg` over `q` (a group: approximated from its 128x128 count).
+int64_t PlainClusterTiles(const ShapeQuery& q, const TileConfig& cfg) {
+  if (q.tiles_hint > 0) {
+    return CeilDiv(q.tiles_hint * 128 * 128, int64_t{cfg.block_m} * cfg.block_n * cfg.cluster_m);
+  }
+  return CeilDiv(CeilDiv(q.m, cfg.block_m), cfg.cluster_m) * CeilDiv(q.n, cfg.block_n) *
+         std::max<int64_t>(q.batch, 1);
+}
+
+// The wave-count model's time of the plain tile `cfg`: whole waves of its cluster tiles over
+// the SMs x the tile's cost.
+double PlainWaveTime(const ShapeQuery& q, const TileConfig& cfg, int sm_count) {
+  const double waves =
+      static_cast<double>(CeilDiv(PlainClusterTiles(q, cfg), sm_count / cfg.cluster_m));
+  return waves * TileCost(cfg, waves, q.k);
+}
+
+// The swap-AB tile 128 x `width` in clusters of `cluster`, with the deepest pipeline that fits.
+TileConfig SwapTiles(int width, int cluster, bool fp32_out, int smem_limit) {
+  TileConfig c;
+  c.swap_ab = true;
+  c.block_m = 128;
+  c.block_n = width;
+  c.cluster_m = cluster;
+  c.group_m = std::max(1, 2048 / (c.block_m * cluster));
+  c.stages = MaxStages(c.block_m, c.block_n, fp32_out, smem_limit);
+  return c;
 }
 
 // The 64-row decode tiles (64x128 while `narrow_tiles` of 64x128 fit one wave, else 64x256) of a
@@ -233,14 +265,55 @@ bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg
     return false;
   }
   const int64_t width = CeilDiv(CeilDiv(q.m, m_tiles), 16) * 16;
-  TileConfig c;
-  c.swap_ab = true;
-  c.block_m = 128;
-  c.block_n = static_cast<int>(std::max<int64_t>(width, kSwapWidths[0]));
-  c.cluster_m = cluster;
-  c.group_m = std::max(1, 2048 / (c.block_m * cluster));
-  c.stages = MaxStages(c.block_m, c.block_n, q.fp32_out, smem_limit);
-  *cfg = c;
+  *cfg = SwapTiles(static_cast<int>(std::max<int64_t>(width, kSwapWidths[0])), cluster, q.fp32_out,
+                   smem_limit);
+  return true;
+}
+
+// NOTE: measured on H200 (gemm_bench, both layouts, twice each in one call): above SwapRule's
+// bands the wave-count model's plain launch is weakest where it picks 128x128 tiles (128x256
+// ones quantize worse) or leaves a third or more of the SMs idle in its one wave (too few tiles
+// for the tail split), and there swap-AB tiles in 2-CTA clusters won on every sampled shape:
+// 1536x4096x14336 (m_sweep) 259 -> 231 us (0.88 -> 0.99 of cuBLAS), 1376x4096x14336
+// 1.41-1.45x, 1104x2048x8192 1.43-1.50x, 1552x2048x14336 1.16x, 1984x3072x4096 1.09-1.10x,
+// 1024x5120x8192 1.05x. Where the plain launch is 128x256 tiles over several waves, their tail
+// split already evens the last wave and the swap tiles lost on 13 of 16 shapes (e.g.
+// 2272x4096x8192 0.90-0.94x, 4336x2048x14336 0.87-0.90x); 144-row swap tiles against 128x128
+// ones gained 4-8% (2192x2048x4096) or lost 1% (1456x3072x14336), so that case starts at 160.
+// A swap tile is charged kLargeSwapTileCost per multiply-add against the 128x256 tile, which
+// predicted the measured gains of the 192-row tiles within 2%; the rule wants a modeled gain of
+// kLargeSwapMinGain. Checked on 45 other shapes it takes (drawn at random from M = 992-5952,
+// N = 1024-5120, K = 4096-14336), against the plain launch in the same call: every row of both
+// layouts faster, 1.19x geomean, the least 1.02x (4512x1024x8192).
+constexpr int64_t kLargeSwapMinRows = 961;  // above SwapRule's bands
+constexpr double kLargeSwapTileCost = 1.15;
+constexpr double kLargeSwapMinGain = 1.05;
+constexpr int kLargeSwapMinWidthOverNarrow = 160;
+
+bool LargeMSwapRule(const ShapeQuery& q, const TileConfig& plain, int sm_count, int smem_limit,
+                    TileConfig* cfg) {
+  if (q.m < kLargeSwapMinRows || q.batch > 1 || q.tiles_hint != 0 || CeilDiv(q.k, 64) < 64 ||
+      plain.swap_ab) {
+    return false;
+  }
+  const bool narrow = plain.block_m * plain.block_n == 128 * 128;
+  const bool idle = PlainClusterTiles(q, plain) < sm_count / plain.cluster_m;
+  if (!narrow && !idle) return false;
+  // 2-CTA clusters pair the 128-row tiles of N; the time is whole waves x the width's cost.
+  const int64_t pairs = CeilDiv(CeilDiv(q.n, 128), 2);
+  double best_time = -1.0;
+  int best_width = 0;
+  for (int width : kSwapWidths) {
+    if (narrow && width < kLargeSwapMinWidthOverNarrow) continue;
+    const double waves = static_cast<double>(CeilDiv(CeilDiv(q.m, width) * pairs, sm_count / 2));
+    const double time = waves * 2.0 * width / 256 * kLargeSwapTileCost * kClusterCredit;
+    if (best_time < 0 || time < best_time - 1e-9) {
+      best_time = time;
+      best_width = width;
+    }
+  }
+  if (PlainWaveTime(q, plain, sm_count) < kLargeSwapMinGain * best_time) return false;
+  *cfg = SwapTiles(best_width, 2, q.fp32_out, smem_limit);
   return true;
 }
 
@@ -275,7 +348,10 @@ bool StreamKRule(const ShapeQuery& q, const TileConfig& cfg, int sm_count) {
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit) {
   sm_count = std::max(sm_count, 2);
   TileConfig cfg;
-  if (!SwapRule(q, sm_count, smem_limit, &cfg)) cfg = ChoosePlainConfig(q, sm_count, smem_limit);
+  if (!SwapRule(q, sm_count, smem_limit, &cfg)) {
+    const TileConfig plain = ChoosePlainConfig(q, sm_count, smem_limit);
+    if (!LargeMSwapRule(q, plain, sm_count, smem_limit, &cfg)) cfg = plain;
+  }
   if (StreamKRule(q, cfg, sm_count)) cfg.tail_splits = kStreamKSplits;
   return cfg;
 }
@@ -320,16 +396,10 @@ TileConfig ChoosePlainConfig(const ShapeQuery& q, int sm_count, int smem_limit) 
       // 2048 rows (16 tiles of 128) per L2 group: the best of 4..32 measured.
       cfg.group_m = std::max(1, 2048 / (block_m * cluster));
       cfg.stages = MaxStages(block_m, block_n, q.fp32_out, smem_limit);
-      const int64_t m_tiles = CeilDiv(q.m, cfg.block_m);
-      if (cluster == 2 && m_tiles < 2 && q.tiles_hint == 0) continue;  // half the cluster idle
-      int64_t cluster_tiles =
-          CeilDiv(m_tiles, cluster) * CeilDiv(q.n, block_n) * std::max<int64_t>(q.batch, 1);
-      if (q.tiles_hint > 0) {  // a group: approximate from its 128x128 tile count
-        cluster_tiles = CeilDiv(q.tiles_hint * 128 * 128, int64_t{block_m} * block_n * cluster);
+      if (cluster == 2 && CeilDiv(q.m, cfg.block_m) < 2 && q.tiles_hint == 0) {
+        continue;  // half the cluster idle
       }
-      const int64_t slots = sm_count / cluster;
-      const double waves = static_cast<double>(CeilDiv(cluster_tiles, slots));
-      const double time = waves * TileCost(cfg, waves, q.k);
+      const double time = PlainWaveTime(q, cfg, sm_count);
       if (best_time < 0 || time < best_time - 1e-9) {
         best_time = time;
         best = cfg;

@@ -75,6 +75,13 @@ struct ShapeRule {
 // band applies.
 bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg);
 
+// Above SwapRule's bands (M > 960; single problems, batch 1, K >= 4096): where the wave-count
+// model's plain launch `plain` has 128x128 tiles or fills two thirds of one wave or less, the
+// swap-AB width (160 and up over 128x128 tiles) in 2-CTA clusters whose whole waves model at
+// least kLargeSwapMinGain faster. Sets *cfg and returns true where it applies.
+bool LargeMSwapRule(const ShapeQuery& q, const TileConfig& plain, int sm_count, int smem_limit,
+                    TileConfig* cfg);
+
 // The rules ChooseConfig applies, in order.
 std::span<const ShapeRule> ShapeRules();
 
@@ -92,8 +99,8 @@ inline constexpr int64_t kStreamKMinTileMacs = int64_t{176} * 128 * 8192;
 bool StreamKRule(const ShapeQuery& q, const TileConfig& cfg, int sm_count);
 
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of
-// opt-in shared memory per block: SwapRule's where it applies, else ChoosePlainConfig's; then
-// stream-K where StreamKRule says.
+// opt-in shared memory per block: SwapRule's where it applies, else ChoosePlainConfig's unless
+// LargeMSwapRule swaps it; then stream-K where StreamKRule says.
 TileConfig ChooseConfig(const ShapeQuery& q, int sm_count, int smem_limit);
 
 // The choice among the tiles that are not swapped: the decode tiles (M <= kWideDecodeMaxRows),

@@ -333,6 +333,46 @@ TEST(HeuristicsSm90, SwapTilesOnlyWhereTheyApply) {
   EXPECT_EQ(three.cluster_m, 1);
 }
 
+// Above SwapRule's bands, swap-AB tiles only where the plain launch is 128x128 tiles or leaves a
+// third of the SMs idle, at the width whose whole waves model fastest.
+TEST(HeuristicsSm90, LargeMSwapWherePlainTilesAreNarrowOrIdle) {
+  const struct {
+    int64_t m, n, k;
+    int width;  // 0: the plain launch stays
+    const char* why;
+  } want[] = {{1536, 4096, 14336, 192, "128x128 tiles: 2.9 waves, eight 192-row tiles 1.9"},
+              {1376, 4096, 14336, 176, "128x128 tiles"},
+              {1104, 2048, 8192, 144, "72 128x256 tiles on 132 SMs"},
+              {1552, 2048, 14336, 208, "56 of 66 2-CTA clusters busy"},
+              {1456, 3072, 14336, 160, "128x128 tiles: no 144-row swap tiles"},
+              {2272, 4096, 8192, 0, "128x256 tiles over 2.2 waves: the tail split"},
+              {4336, 2048, 14336, 0, "128x256 tiles over 2.6 waves"},
+              {1024, 8192, 8192, 0, "128x256 tiles filling 1.9 waves"},
+              {1536, 4096, 2048, 0, "K below 4096"},
+              {960, 4096, 14336, 240, "SwapRule's band"}};
+  ShapeQuery q;
+  for (bool kn : {false, true}) {
+    q.b_kn = kn;
+    for (const auto& w : want) {
+      SCOPED_TRACE(testing::Message() << w.m << "x" << w.n << "x" << w.k << ": " << w.why);
+      q.m = w.m, q.n = w.n, q.k = w.k;
+      const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+      EXPECT_EQ(cfg.swap_ab, w.width != 0);
+      if (w.width == 0 || w.m <= 960) continue;
+      EXPECT_EQ(cfg.block_n, w.width);
+      EXPECT_EQ(cfg.cluster_m, 2);
+      EXPECT_EQ(cfg.stages, MaxStages(128, w.width, false, kSmemOptin));
+      TileConfig out;
+      EXPECT_TRUE(LargeMSwapRule(q, ChoosePlainConfig(q, kH100Sms, kSmemOptin), kH100Sms,
+                                 kSmemOptin, &out));
+    }
+  }
+  q.m = 1536, q.n = 4096, q.k = 14336, q.batch = 2;  // batches keep the plain tiles
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+  q.batch = 1, q.tiles_hint = 100;  // groups never swap
+  EXPECT_FALSE(ChooseConfig(q, kH100Sms, kSmemOptin).swap_ab);
+}
+
 // Stream-K only where it measured faster: one tile along M, a wave and 0.5-0.75 of another, and
 // tiles that hold kStreamKMinTileMacs or more.
 TEST(HeuristicsSm90, StreamKWhereOneLongTileColumnLeavesHalfAWaveIdle) {
