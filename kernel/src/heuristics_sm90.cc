@@ -329,19 +329,33 @@ bool LargeMSwapRule(const ShapeQuery& q, const TileConfig& plain, int sm_count, 
 // faster and M = 256 (128x256 in 2-CTA clusters) 5.5-6.2%, both layouts; M = 144 and 160, whose
 // tiles hold less work, ran 0-1.7% slower. Below half a wave of idle SMs the tail split
 // (PlanTailSplit) keeps the tail: stream-K was slower than it on every such row.
+// With several cluster tiles along M, plain tiles over whole waves and then such a tail gain too
+// (the tail is a small part of the work): against the same launch without it (--no_split; the
+// tail split leaves a tail of half a wave or more alone), both layouts, twice each in one call,
+// on 37 shapes drawn at random from M = 1024-8192, N = 2048-28672, K = 4096-14336 plus the
+// m_sweep and large rows it takes: 1.031x geomean, 70 of 74 rows faster, the least 0.982x
+// (1088x10240x4096); e.g. 8192^3 +1.3-2.5%, 512x14336x4096 +3.0-3.8%, 1600x6144x14336 +7-9%.
+// With K = 2048 it measured -2.1% to +0.9% (10 shapes), so it starts at 4096. Swap-AB tiles
+// with two tiles along M stay out (see above).
+constexpr int64_t kStreamKMinKBlocksAlongM = 64;
 bool StreamKRule(const ShapeQuery& q, const TileConfig& cfg, int sm_count) {
   if (q.batch > 1 || q.tiles_hint != 0 || cfg.tail_splits != 0) return false;
   // Rows of M and columns of N one CTA's tile covers, and the CTAs of a cluster along M.
   const int64_t cta_rows = cfg.swap_ab ? cfg.block_n : cfg.block_m;
   const int64_t cta_cols = cfg.swap_ab ? cfg.block_m : cfg.block_n;
   const int64_t along_m = cfg.swap_ab ? 1 : cfg.cluster_m;
-  if (q.m > cta_rows * along_m) return false;  // one cluster tile along M
-  const int64_t tiles = CeilDiv(q.n, cta_cols * (cfg.swap_ab ? cfg.cluster_m : 1));
   const int64_t slots = sm_count / cfg.cluster_m;
-  const int64_t tail = tiles % slots;
-  if (tiles <= slots || tiles >= 2 * slots || 2 * tail < slots || 4 * tail > 3 * slots) {
-    return false;  // one whole wave, then a tail of half to three quarters of one
+  // Whole waves of `tiles` cluster tiles, then a tail of half to three quarters of one.
+  auto tail_fits = [&](int64_t tiles) {
+    const int64_t tail = tiles % slots;
+    return tiles > slots && 2 * tail >= slots && 4 * tail <= 3 * slots;
+  };
+  if (q.m > cta_rows * along_m) {  // several cluster tiles along M: plain tiles, K >= 4096
+    return !cfg.swap_ab && CeilDiv(q.k, 64) >= kStreamKMinKBlocksAlongM &&
+           tail_fits(PlainClusterTiles(q, cfg));
   }
+  const int64_t tiles = CeilDiv(q.n, cta_cols * (cfg.swap_ab ? cfg.cluster_m : 1));
+  if (tiles >= 2 * slots || !tail_fits(tiles)) return false;  // one whole wave, then the tail
   return CeilDiv(q.m, along_m) * cta_cols * q.k >= kStreamKMinTileMacs;  // one CTA's useful work
 }
 

@@ -94,8 +94,9 @@ const ShapeRule* MatchShapeRule(std::span<const ShapeRule> rules, const ShapeQue
 inline constexpr int64_t kStreamKMinTileMacs = int64_t{176} * 128 * 8192;
 
 // Whether a single problem under `cfg` (as chosen) runs its last wave as stream-K
-// (TileConfig::tail_splits = kStreamKSplits): one cluster tile along M, one whole wave of tiles
-// along N and then half to three quarters of another, and at least kStreamKMinTileMacs per tile.
+// (TileConfig::tail_splits = kStreamKSplits): whole waves of cluster tiles and then a tail of
+// half to three quarters of another, where either one cluster tile along M covers M (one whole
+// wave, at least kStreamKMinTileMacs per tile) or plain tiles cover it in several, with K >= 4096.
 bool StreamKRule(const ShapeQuery& q, const TileConfig& cfg, int sm_count);
 
 // Picks the configuration for `q` on a device with `sm_count` SMs and `smem_limit` bytes of

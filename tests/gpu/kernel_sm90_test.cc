@@ -349,6 +349,21 @@ TEST(Sm90SwapAB, CoalescedBatchesMatchCublasLt) {
   }
 }
 
+// Above the coalesced-batch bands, the swap-AB tiles LargeMSwapRule picks (M, N off the tiles;
+// both layouts, FP32 with beta): each launch must be the swap-AB tile and match cuBLASLt.
+TEST(Sm90SwapAB, LargeMRuleMatchesCublasLt) {
+  if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  const Case cases[] = {{1536, 4096, 14336},
+                        {1376, 4096, 8192, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
+                        {1101, 2000, 4160, 1, BLayout::kNK, DType::kBF16, 1.0f, -1.0f}};
+  for (const Case& cs : cases) {
+    EXPECT_LE(Compare(cs), Tolerance(cs.dtype))
+        << Name(cs) << ": " << sm90::LastLaunchDescription();
+    EXPECT_NE(sm90::LastLaunchDescription().find("swap_ab"), std::string::npos)
+        << Name(cs) << ": " << sm90::LastLaunchDescription();
+  }
+}
+
 // Shapes whose last wave is split along K (sm90_split.h): decode-like M with few tiles, a 3.4-wave
 // shape, FP32 + beta, batched. Each must really split (the launch description says so), and a
 // workspace reused by the next launch (stale flags of an earlier epoch) must not be trusted.
@@ -420,9 +435,13 @@ TEST(Sm90SplitK, ForcedFactorsMatchCublasLt) {
 // N = 28672), swap-AB and plain, FP32 with beta, both layouts, on a reused garbage workspace.
 TEST(Sm90StreamK, MatchesCublasLt) {
   if (!IsSm90()) GTEST_SKIP() << "needs compute capability 9.0";
+  // One tile column (the first three), then several plain tiles along M (StreamKRule).
   const Case cases[] = {{192, 28672, 8192},
                         {240, 28672, 8192, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
-                        {256, 28672, 8192, 1, BLayout::kNK, DType::kBF16, 1.0f, -1.0f}};
+                        {256, 28672, 8192, 1, BLayout::kNK, DType::kBF16, 1.0f, -1.0f},
+                        {512, 14336, 4096},
+                        {1600, 6144, 4096, 1, BLayout::kKN, DType::kFP32, 0.5f, 1.0f},
+                        {1580, 6100, 4100, 1, BLayout::kNK, DType::kBF16, 1.0f, -1.0f}};
   for (const Case& cs : cases) CheckSplitRuns(cs, "stream_k");
 }
 

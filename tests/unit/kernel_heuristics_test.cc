@@ -401,13 +401,37 @@ TEST(HeuristicsSm90, StreamKWhereOneLongTileColumnLeavesHalfAWaveIdle) {
               {192, 32768, 8192, 1, "a tail of 0.94 of a wave"},
               {192, 28672, 8192, 2, "a batch"},
               {96, 28672, 8192, 1, "decode-like rows"},
-              {4096, 28672, 8192, 1, "many tiles along M"}};
+              {4096, 28672, 8192, 1, "27.15 waves: a tail of 0.15"},
+              {2048, 8192, 8192, 1, "3.88 waves: a tail of 0.88"},
+              {8192, 8192, 2048, 1, "several tiles along M with K below 4096"}};
   for (const auto& c : keep) {
     q.m = c.m, q.n = c.n, q.k = c.k, q.batch = c.batch;
     EXPECT_NE(ChooseConfig(q, kH100Sms, kSmemOptin).tail_splits, kStreamKSplits) << c.why;
   }
   q.m = 192, q.n = 28672, q.k = 8192, q.batch = 1, q.tiles_hint = 100;
   EXPECT_NE(ChooseConfig(q, kH100Sms, kSmemOptin).tail_splits, kStreamKSplits) << "a group";
+}
+
+// Several plain cluster tiles along M: stream-K where whole waves end in a tail of half to three
+// quarters of one, with K >= 4096.
+TEST(HeuristicsSm90, StreamKWherePlainWavesEndInHalfAWave) {
+  const struct {
+    int64_t m, n, k;
+    const char* why;
+  } take[] = {{8192, 8192, 8192, "15.52 waves of 128x256 2-CTA clusters"},
+              {512, 14336, 4096, "1.70 waves, two cluster tiles along M"},
+              {6144, 6144, 6144, "8.73 waves"},
+              {1600, 6144, 14336, "2.55 waves"}};
+  ShapeQuery q;
+  for (bool kn : {false, true}) {
+    q.b_kn = kn;
+    for (const auto& t : take) {
+      q.m = t.m, q.n = t.n, q.k = t.k;
+      const TileConfig cfg = ChooseConfig(q, kH100Sms, kSmemOptin);
+      EXPECT_FALSE(cfg.swap_ab) << t.why;
+      EXPECT_EQ(cfg.tail_splits, kStreamKSplits) << t.why;
+    }
+  }
 }
 
 TEST(HeuristicsSm90, ShapeRulesNameCompiledLaunches) {
