@@ -272,8 +272,8 @@ bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg
 
 // NOTE: measured on H200 (gemm_bench, both layouts, twice each in one call): above SwapRule's
 // bands the wave-count model's plain launch is weakest where it picks 128x128 tiles (128x256
-// ones quantize worse) or leaves a third or more of the SMs idle in its one wave (too few tiles
-// for the tail split), and there swap-AB tiles in 2-CTA clusters won on every sampled shape:
+// ones quantize worse) or fills less than one wave (the tail split leaves a wave that is more
+// than half full alone), and there swap-AB tiles in 2-CTA clusters won on every sampled shape:
 // 1536x4096x14336 (m_sweep) 259 -> 231 us (0.88 -> 0.99 of cuBLAS), 1376x4096x14336
 // 1.41-1.45x, 1104x2048x8192 1.43-1.50x, 1552x2048x14336 1.16x, 1984x3072x4096 1.09-1.10x,
 // 1024x5120x8192 1.05x. Where the plain launch is 128x256 tiles over several waves, their tail

@@ -76,9 +76,9 @@ struct ShapeRule {
 bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg);
 
 // Above SwapRule's bands (M > 960; single problems, batch 1, K >= 4096): where the wave-count
-// model's plain launch `plain` has 128x128 tiles or fills two thirds of one wave or less, the
-// swap-AB width (160 and up over 128x128 tiles) in 2-CTA clusters whose whole waves model at
-// least kLargeSwapMinGain faster. Sets *cfg and returns true where it applies.
+// model's plain launch `plain` has 128x128 tiles or fills less than one wave, the swap-AB width
+// (160 and up over 128x128 tiles) in 2-CTA clusters whose whole waves the model puts at least
+// 5% faster. Sets *cfg and returns true where it applies.
 bool LargeMSwapRule(const ShapeQuery& q, const TileConfig& plain, int sm_count, int smem_limit,
                     TileConfig* cfg);
 

@@ -333,8 +333,8 @@ TEST(HeuristicsSm90, SwapTilesOnlyWhereTheyApply) {
   EXPECT_EQ(three.cluster_m, 1);
 }
 
-// Above SwapRule's bands, swap-AB tiles only where the plain launch is 128x128 tiles or leaves a
-// third of the SMs idle, at the width whose whole waves model fastest.
+// Above SwapRule's bands, swap-AB tiles only where the plain launch is 128x128 tiles or fills
+// less than one wave, at the width whose whole waves model fastest.
 TEST(HeuristicsSm90, LargeMSwapWherePlainTilesAreNarrowOrIdle) {
   const struct {
     int64_t m, n, k;
