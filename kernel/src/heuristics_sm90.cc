@@ -285,15 +285,16 @@ bool SwapRule(const ShapeQuery& q, int sm_count, int smem_limit, TileConfig* cfg
 // kLargeSwapMinGain. Checked on 45 other shapes it takes (drawn at random from M = 992-5952,
 // N = 1024-5120, K = 4096-14336), against the plain launch in the same call: every row of both
 // layouts faster, 1.19x geomean, the least 1.02x (4512x1024x8192).
-constexpr int64_t kLargeSwapMinRows = 961;  // above SwapRule's bands
+constexpr int64_t kLargeSwapMinRows = 961;    // above SwapRule's bands
+constexpr int64_t kLargeSwapMinKBlocks = 64;  // K >= 4096
 constexpr double kLargeSwapTileCost = 1.15;
 constexpr double kLargeSwapMinGain = 1.05;
 constexpr int kLargeSwapMinWidthOverNarrow = 160;
 
 bool LargeMSwapRule(const ShapeQuery& q, const TileConfig& plain, int sm_count, int smem_limit,
                     TileConfig* cfg) {
-  if (q.m < kLargeSwapMinRows || q.batch > 1 || q.tiles_hint != 0 || CeilDiv(q.k, 64) < 64 ||
-      plain.swap_ab) {
+  if (q.m < kLargeSwapMinRows || q.batch > 1 || q.tiles_hint != 0 ||
+      CeilDiv(q.k, 64) < kLargeSwapMinKBlocks || plain.swap_ab) {
     return false;
   }
   const bool narrow = plain.block_m * plain.block_n == 128 * 128;
